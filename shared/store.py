@@ -1,0 +1,144 @@
+"""Resources in Redis, the system of record (SPEC 1).
+
+A resource is one JSON document under `res:ID`, listed in a per-kind sorted index scored by its
+creation time. Updates read-modify-write under WATCH so two services never overwrite each other;
+events and metrics are append-only lists beside the document.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+
+from shared.errors import NotFound
+from shared.ids import kind_of
+from shared.keys import Keys
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Store:
+    def __init__(self, client: redis.Redis, keys: Keys):
+        self.redis = client
+        self.keys = keys
+
+    # --- documents
+    def create(self, doc: dict[str, Any]) -> dict[str, Any]:
+        stamp = now_iso()
+        doc = {**doc, "createdAt": doc.get("createdAt", stamp), "updatedAt": stamp}
+        kind = kind_of(doc["id"])
+        pipe = self.redis.pipeline()
+        pipe.set(self.keys.resource(doc["id"]), json.dumps(doc))
+        pipe.zadd(self.keys.index(kind.value), {doc["id"]: time.time()})
+        pipe.execute()
+        return doc
+
+    def get(self, resource_id: str) -> dict[str, Any] | None:
+        raw = self.redis.get(self.keys.resource(resource_id))
+        return json.loads(raw) if raw else None
+
+    def require(self, resource_id: str, what: str = "resource") -> dict[str, Any]:
+        doc = self.get(resource_id)
+        if doc is None:
+            raise NotFound(f"{what} {resource_id} does not exist", details={"id": resource_id})
+        return doc
+
+    def get_many(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        ids = list(ids)
+        if not ids:
+            return []
+        raws = self.redis.mget([self.keys.resource(i) for i in ids])
+        return [json.loads(r) for r in raws if r]
+
+    def update(self, resource_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
+        """Apply `change` to the stored document atomically (retrying on a concurrent write).
+
+        `change` gets a copy and returns the new document, or None to leave it as it is. It may
+        raise to refuse the change; nothing is written then.
+        """
+        key = self.keys.resource(resource_id)
+        with self.redis.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    raw = pipe.get(key)
+                    if raw is None:
+                        pipe.unwatch()
+                        raise NotFound(f"{resource_id} does not exist", details={"id": resource_id})
+                    current = json.loads(raw)
+                    new = change(dict(current))
+                    if new is None:
+                        pipe.unwatch()
+                        return current
+                    new["updatedAt"] = now_iso()
+                    pipe.multi()
+                    pipe.set(key, json.dumps(new))
+                    pipe.execute()
+                    return new
+                except redis.WatchError:
+                    continue
+
+    def list(
+        self,
+        kind: str,
+        *,
+        where: Callable[[dict[str, Any]], bool] = lambda doc: True,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Newest first. Returns one page and the cursor of the next (None at the end).
+
+        The cursor is the id of the last item returned; filtering happens here, page by page of
+        the index, so a filter that matches little still fills a page.
+        """
+        index = self.keys.index(kind)
+        start = 0
+        if after:
+            rank = self.redis.zrevrank(index, after)
+            start = 0 if rank is None else rank + 1
+        page: list[dict[str, Any]] = []
+        batch = max(limit * 2, 100)
+        while len(page) < limit:
+            ids = self.redis.zrevrange(index, start, start + batch - 1)
+            if not ids:
+                return page, None
+            for rid, doc in zip(ids, self._docs(ids)):
+                start += 1
+                if doc is not None and where(doc):
+                    page.append(doc)
+                    if len(page) == limit:
+                        more = self.redis.zcard(index) > start
+                        return page, (doc["id"] if more else None)
+        return page, None
+
+    def _docs(self, ids: list[bytes | str]) -> list[dict[str, Any] | None]:
+        ids = [i.decode() if isinstance(i, bytes) else i for i in ids]
+        raws = self.redis.mget([self.keys.resource(i) for i in ids])
+        return [json.loads(r) if r else None for r in raws]
+
+    # --- events: info | warn | error lines of a resource
+    def add_event(self, resource_id: str, message: str, *, level: str = "info", **fields: Any) -> dict[str, Any]:
+        event = {"time": now_iso(), "level": level, "message": message, **fields}
+        self.redis.rpush(self.keys.events(resource_id), json.dumps(event))
+        return event
+
+    def events(self, resource_id: str, *, start: int = 0) -> list[dict[str, Any]]:
+        return [json.loads(e) for e in self.redis.lrange(self.keys.events(resource_id), start, -1)]
+
+    # --- metrics: one JSON point per logged training step
+    def add_metrics(self, run_id: str, point: dict[str, Any]) -> None:
+        self.redis.rpush(self.keys.metrics(run_id), json.dumps(point))
+
+    def metrics(self, run_id: str, *, start: int = 0) -> list[dict[str, Any]]:
+        return [json.loads(m) for m in self.redis.lrange(self.keys.metrics(run_id), start, -1)]
+
+
+def connect(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)

@@ -1,0 +1,233 @@
+"""Built-in tiny base models, created offline and deterministically (SPEC 1: "Built-in tiny models").
+
+A built-in model is a real architecture at toy size, with its own byte-level BPE tokenizer trained
+on the bundled sample data plus a fixed ASCII corpus, and a Qwen-style chat template. It is written
+in the ordinary Hugging Face layout (config.json, model.safetensors, tokenizer files,
+generation_config.json), so `shared.models` loads it with the same code as a real catalog model.
+
+Each build also writes `trainer_model.json` (the catalog facts: parameter count, precisions, GPU
+counts, LoRA target modules, generation config), so reading them later needs no torch import.
+Two builds of the same name give byte-identical weights.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shared.artifacts import ArtifactRoot
+from shared.errors import NotFound
+
+METADATA_FILE = "trainer_model.json"
+SAMPLE_DATASET = Path(__file__).with_name("data") / "sample_sft.jsonl"
+
+PAD_TOKEN = "<|endoftext|>"
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+SPECIAL_TOKENS = [PAD_TOKEN, IM_START, IM_END]
+
+# Qwen's format: <|im_start|>role\ncontent<|im_end|>\n per message, then an open assistant turn
+# when the caller asks for a generation prompt.
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+# Trained into the tokenizer beside the sample data so that ordinary English and every printable
+# ASCII character get sensible merges (byte-level BPE encodes any text regardless).
+FIXED_CORPUS = (
+    "The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.\n"
+    "You are a helpful assistant. Answer the question briefly and correctly.\n"
+    "What is the answer? The answer is yes. The answer is no. Please reverse this word.\n"
+    "Hello, world! How are you today? I am fine, thank you. Let us add the numbers together.\n"
+    "0123456789 " + "".join(chr(c) for c in range(32, 127)) + "\n"
+)
+
+
+@dataclass(frozen=True)
+class TinyModelSpec:
+    """The shape of one built-in model. Sizes are deliberately toy: a build takes seconds on a CPU."""
+
+    architecture: str
+    vocab_size: int
+    hidden_size: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate_size: int
+    max_positions: int
+    seed: int
+    # Wider than a real model's 0.02: the base is untrained, and with embeddings (tied to the output
+    # layer) that small, its logits are nearly flat whatever a LoRA adapter does, so fine-tuning
+    # could barely lower the loss. With these, 30 LoRA steps on the sample take it from ~7.2 to ~3.7.
+    init_std: float
+    embedding_std: float
+    lora_target_modules: tuple[str, ...]
+
+
+BUILTIN_MODELS: dict[str, TinyModelSpec] = {
+    "tiny-qwen3": TinyModelSpec(
+        architecture="Qwen3ForCausalLM",
+        vocab_size=512,
+        hidden_size=64,
+        layers=2,
+        heads=4,
+        kv_heads=2,
+        intermediate_size=128,
+        max_positions=2048,
+        seed=1234,
+        init_std=0.1,
+        embedding_std=0.15,
+        lora_target_modules=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+    ),
+}
+
+GENERATION_DEFAULTS = {"do_sample": False, "max_new_tokens": 64}
+
+
+def _spec(name: str) -> TinyModelSpec:
+    try:
+        return BUILTIN_MODELS[name]
+    except KeyError:
+        raise NotFound(
+            f"there is no built-in model {name}; built-in models are {', '.join(sorted(BUILTIN_MODELS))}",
+            details={"builtin": name},
+        ) from None
+
+
+def _training_text() -> list[str]:
+    lines = [FIXED_CORPUS]
+    for raw in SAMPLE_DATASET.read_text().splitlines():
+        row = json.loads(raw)
+        lines.extend(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in row["messages"])
+    return lines
+
+
+def _build_tokenizer(spec: TinyModelSpec):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=spec.vocab_size,
+        min_frequency=2,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_training_text(), trainer=trainer)
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=IM_END,
+        pad_token=PAD_TOKEN,
+        additional_special_tokens=[IM_START],
+        model_max_length=spec.max_positions,
+    )
+    wrapped.chat_template = CHAT_TEMPLATE
+    return wrapped
+
+
+def _build(name: str, target: Path) -> dict[str, Any]:
+    """Write the model into `target` (an empty directory) and return its metadata."""
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    spec = _spec(name)
+    hf_logging.disable_progress_bar()  # a build runs inside services whose stderr is a log, not a terminal
+    tokenizer = _build_tokenizer(spec)
+    pad_id = tokenizer.convert_tokens_to_ids(PAD_TOKEN)
+    eos_id = tokenizer.convert_tokens_to_ids(IM_END)
+    config = Qwen3Config(
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        head_dim=spec.hidden_size // spec.heads,
+        intermediate_size=spec.intermediate_size,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=True,
+        initializer_range=spec.init_std,
+        bos_token_id=pad_id,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+    )
+    torch.manual_seed(spec.seed)
+    model = Qwen3ForCausalLM(config).to(torch.float32).eval()
+    with torch.no_grad():
+        model.get_input_embeddings().weight.normal_(0.0, spec.embedding_std)
+    generation = GenerationConfig(
+        bos_token_id=pad_id, eos_token_id=[eos_id, pad_id], pad_token_id=pad_id, **GENERATION_DEFAULTS
+    )
+    model.generation_config = generation
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    metadata = {
+        "builtin": name,
+        "architecture": spec.architecture,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "precisions": ["fp32", "bf16"],
+        "gpuCounts": [1, 2],
+        "modality": "text",
+        "loraTargetModules": list(spec.lora_target_modules),
+        "generationConfig": {
+            k: v for k, v in generation.to_diff_dict().items() if k != "transformers_version" and not k.startswith("_")
+        },
+    }
+    # Written last: its presence marks a complete build.
+    (target / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
+    return metadata
+
+
+def _make_readable(directory: Path) -> None:
+    """mkdtemp makes a 0700 directory; every node and service user sharing the volume reads it."""
+    directory.chmod(0o755)
+    for path in directory.iterdir():
+        path.chmod(0o644)
+
+
+def ensure_builtin(name: str, artifacts: ArtifactRoot) -> Path:
+    """Build the built-in model `name` into the artifact root unless it is there; return its directory.
+
+    Safe against several processes (or nodes sharing the volume) asking at once: one builds under a
+    file lock into a temporary directory and publishes it with one rename; the others wait and reuse it.
+    """
+    _spec(name)
+    target = artifacts.model_dir(name)
+    if (target / METADATA_FILE).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if (target / METADATA_FILE).is_file():
+                return target
+            staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{name}-build-"))
+            try:
+                _build(name, staging)
+                _make_readable(staging)
+                if target.exists():  # a half-written leftover from a crashed build without the lock
+                    shutil.rmtree(target)
+                os.replace(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target
+
+
+def builtin_metadata(name: str, artifacts: ArtifactRoot) -> dict[str, Any]:
+    """The catalog facts of a built-in model (building it first if needed); reads JSON, imports no torch."""
+    directory = ensure_builtin(name, artifacts)
+    return json.loads((directory / METADATA_FILE).read_text())
