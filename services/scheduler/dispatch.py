@@ -1,0 +1,158 @@
+"""What the scheduler writes after a grant pass: it hands granted work to the node holding the
+devices, gives back devices whose work has ended, and keeps queue positions on waiting runs fresh.
+
+Dispatch is idempotent. If the scheduler dies between a grant and its dispatch, the next pass
+finds the GRANTED claim without `dispatchedAt` and dispatches it again; the worker's lease makes
+sure a task delivered twice never trains in two places.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import structlog
+
+from shared.celery_app import EXECUTE_TASK, node_queue
+from shared.config import DeploymentConfig
+from shared.errors import NotFound
+from shared.states import ClaimState, RunStatus, run_transition
+from shared.store import Store
+
+from services.scheduler.queue import ClaimQueue
+
+# Statuses in which a resource no longer needs devices. Runs: their state machine; the other
+# kinds (evaluations, endpoints) have no state machine in shared/ yet, so this names their likely
+# end states until they do.
+_RUN_DONE = frozenset(RunStatus.terminal() | {RunStatus.PAUSED})
+_OTHER_DONE = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "STOPPED"})
+
+
+def granted_sentence(*, gpus: int, node: str, devices: list[str]) -> str:
+    """The event a resource gets when its claim is granted. (Belongs in shared/reasons.py.)"""
+    return f"granted {gpus} GPU(s) on node {node} ({', '.join(devices)})"
+
+
+def needs_no_devices(kind: str, doc: dict[str, Any] | None) -> bool:
+    """True when the claim's resource is gone or has ended, so its claim can be released."""
+    if doc is None:
+        return True
+    return doc.get("status") in (_RUN_DONE if kind == "run" else _OTHER_DONE)
+
+
+def _bound(log: Any, claim: dict[str, Any]) -> Any:
+    return log.bind(claim=claim["id"], **{claim["kind"]: claim["resource"]})
+
+
+def _start_run(store: Store, claim: dict[str, Any]) -> str:
+    """Move the claim's run QUEUED -> STARTING. Returns started | resend | gone."""
+    outcome = "gone"
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal outcome
+        scheduling = doc.get("scheduling") or {}
+        if doc.get("status") == RunStatus.QUEUED:
+            outcome = "started"
+            doc["status"] = run_transition(doc["status"], RunStatus.STARTING).value
+            doc["scheduling"] = {
+                **scheduling, "claim": claim["id"], "node": claim["node"],
+                "devices": claim["devices"], "position": None,
+            }
+            return doc
+        if scheduling.get("claim") == claim["id"] and doc.get("status") in (RunStatus.STARTING, RunStatus.RUNNING):
+            outcome = "resend"  # started before the scheduler stopped, but maybe never sent
+        else:
+            outcome = "gone"
+        return None
+
+    try:
+        store.update(claim["resource"], change)
+    except NotFound:
+        return "gone"
+    return outcome
+
+
+def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: dict[str, Any], log: Any) -> bool:
+    """Hand one granted claim's work to its node. Returns False when the claim was released instead."""
+    log = _bound(log, claim)
+    if (queue.current(claim["resource"]) or {}).get("id") != claim["id"]:
+        outcome = "gone"  # the resource was cancelled or re-queued under another claim
+    elif claim["kind"] == "run":
+        outcome = _start_run(store, claim)
+    else:
+        outcome = "started" if store.get(claim["resource"]) is not None else "gone"
+    if outcome == "gone":
+        queue.release(claim["id"])
+        log.info("claim released: its resource no longer waits for it")
+        return False
+    if outcome == "started":
+        sentence = granted_sentence(gpus=claim["gpus"], node=claim["node"], devices=claim["devices"])
+        store.add_event(claim["resource"], sentence)
+    celery_app.send_task(
+        EXECUTE_TASK, args=[claim["kind"], claim["resource"], claim["id"]], queue=node_queue(claim["node"])
+    )
+    queue.mark_dispatched(claim["id"])
+    log.info("dispatched", node=claim["node"], devices=claim["devices"], resent=outcome == "resend")
+    return True
+
+
+def dispatch_granted(
+    *, queue: ClaimQueue, store: Store, celery_app: Any, config: DeploymentConfig, log: Any = None
+) -> list[dict[str, Any]]:
+    """Dispatch every granted claim of every pool that has not been dispatched yet."""
+    log = log or structlog.get_logger()
+    done = []
+    for pool in config.pools:
+        for claim in queue.held(pool):
+            if claim["state"] == ClaimState.GRANTED and not claim.get("dispatchedAt"):
+                if dispatch_claim(queue=queue, store=store, celery_app=celery_app, claim=claim, log=log):
+                    done.append(claim)
+    return done
+
+
+def sweep(*, queue: ClaimQueue, store: Store, config: DeploymentConfig, log: Any = None) -> list[dict[str, Any]]:
+    """Release claims (held or waiting) whose resource is gone or has ended.
+
+    Covers a worker that ended without releasing its claim, and a cancel that did not reach the
+    queue. Returns the released claims.
+    """
+    log = log or structlog.get_logger()
+    released = []
+    for pool in config.pools:
+        for claim in queue.held(pool) + queue.waiting(pool):
+            if needs_no_devices(claim["kind"], store.get(claim["resource"])):
+                released.append(queue.release(claim["id"]))
+                _bound(log, claim).info("claim released: its resource has ended", state=claim["state"])
+    return released
+
+
+def refresh_positions(*, queue: ClaimQueue, store: Store, config: DeploymentConfig) -> int:
+    """Write `scheduling.position` (1-based place in its pool queue) on each waiting run whose
+    place changed. Returns how many documents were written."""
+    written = 0
+    for pool in config.pools:
+        claims = queue.waiting(pool)
+        raws = store.redis.mget([store.keys.resource(c["resource"]) for c in claims]) if claims else []
+        for position, (claim, raw) in enumerate(zip(claims, raws), start=1):
+            if claim["kind"] != "run":
+                continue
+            doc = json.loads(raw) if raw else None
+            if doc is None or doc.get("status") != RunStatus.QUEUED:
+                continue
+            scheduling = doc.get("scheduling") or {}
+            if scheduling.get("position") == position and scheduling.get("claim") == claim["id"]:
+                continue
+            store.update(claim["resource"], _set_position(claim["id"], position))
+            written += 1
+    return written
+
+
+def _set_position(claim_id: str, position: int):
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        if doc.get("status") != RunStatus.QUEUED:
+            return None
+        scheduling = doc.get("scheduling") or {}
+        doc["scheduling"] = {**scheduling, "claim": claim_id, "node": None, "devices": [], "position": position}
+        return doc
+
+    return change

@@ -1,0 +1,94 @@
+"""The grant rules of SPEC 5, as plain Python."""
+
+from __future__ import annotations
+
+from services.scheduler.grants import ClaimView, Grant, best_fit, free_devices, plan_grants
+
+
+def w(claim_id: str, gpus: int, workload: str = "runs") -> ClaimView:
+    return ClaimView(claim_id, gpus, workload)
+
+
+def h(claim_id: str, node: str, devices: tuple[int, ...], workload: str = "runs") -> ClaimView:
+    return ClaimView(claim_id, len(devices), workload, node, devices)
+
+
+def test_grants_in_queue_order_taking_lowest_free_devices():
+    grants = plan_grants({"local": 4}, [h("x", "local", (1,))], [w("a", 1), w("b", 2)], {})
+    assert grants == [Grant("a", "local", (0,)), Grant("b", "local", (2, 3))]
+
+
+def test_nothing_waiting_grants_nothing():
+    assert plan_grants({"local": 2}, [], [], {}) == []
+
+
+def test_a_claim_that_fits_no_node_holds_back_every_claim_after_it():
+    held = [h("x", "local", (0, 1))]
+    grants = plan_grants({"local": 4}, held, [w("big", 3), w("small", 1)], {})
+    assert grants == []
+
+
+def test_hold_back_stops_the_pass_even_when_the_next_claim_is_of_another_workload():
+    grants = plan_grants({"n": 2}, [h("x", "n", (0,))], [w("a", 2), w("b", 1, "evaluations")], {})
+    assert grants == []
+
+
+def test_a_claim_over_its_workload_quota_is_passed_over():
+    held = [h("ep1", "n", (0,), "endpoints")]
+    waiting = [w("ep2", 2, "endpoints"), w("run", 2, "runs")]
+    grants = plan_grants({"n": 4}, held, waiting, {"endpoints": 2})
+    assert grants == [Grant("run", "n", (1, 2))]
+
+
+def test_quota_counts_grants_of_the_same_pass():
+    waiting = [w("e1", 1, "endpoints"), w("e2", 1, "endpoints"), w("e3", 1, "endpoints"), w("r", 1)]
+    grants = plan_grants({"n": 8}, [], waiting, {"endpoints": 2})
+    assert [g.claim_id for g in grants] == ["e1", "e2", "r"]
+
+
+def test_quota_is_inclusive():
+    grants = plan_grants({"n": 4}, [h("e1", "n", (0,), "endpoints")], [w("e2", 1, "endpoints")], {"endpoints": 2})
+    assert grants == [Grant("e2", "n", (1,))]
+
+
+def test_workloads_without_a_quota_are_unbounded():
+    grants = plan_grants({"n": 4}, [], [w("a", 4, "runs")], {"endpoints": 1})
+    assert grants == [Grant("a", "n", (0, 1, 2, 3))]
+
+
+def test_a_claim_is_granted_on_one_node_only():
+    # 2 + 2 free devices across two nodes do not make one 3-device grant.
+    held = [h("x", "a", (0, 1)), h("y", "b", (0, 1))]
+    assert plan_grants({"a": 4, "b": 4}, held, [w("c", 3)], {}) == []
+
+
+def test_best_fit_picks_the_node_with_fewest_free_devices_that_fits():
+    grants = plan_grants({"big": 8, "small": 2}, [], [w("a", 2), w("b", 2)], {})
+    assert grants == [Grant("a", "small", (0, 1)), Grant("b", "big", (0, 1))]
+
+
+def test_best_fit_ties_go_to_the_first_node_name():
+    assert best_fit({"b": [0, 1], "a": [2, 3]}, 1) == "a"
+    assert best_fit({"b": [0], "a": [0, 1]}, 1) == "b"
+    assert best_fit({"a": [0]}, 2) is None
+
+
+def test_devices_of_nodes_no_longer_declared_are_ignored():
+    free = free_devices({"n": 2}, [h("x", "gone", (0,)), h("y", "n", (1,))])
+    assert free == {"n": [0]}
+
+
+def test_held_claims_on_unknown_nodes_still_count_against_the_quota():
+    grants = plan_grants({"n": 4}, [h("x", "gone", (0, 1), "endpoints")], [w("e", 1, "endpoints")], {"endpoints": 2})
+    assert grants == []
+
+
+def test_a_claim_larger_than_every_node_is_passed_over_not_a_block_forever():
+    grants = plan_grants({"n": 2}, [], [w("huge", 3), w("a", 1)], {})
+    assert grants == [Grant("a", "n", (0,))]
+
+
+def test_after_a_release_the_head_of_the_queue_starts_first():
+    waiting = [w("big", 2), w("small", 1)]
+    assert plan_grants({"n": 2}, [h("x", "n", (0,))], waiting, {}) == []
+    assert plan_grants({"n": 2}, [], waiting, {}) == [Grant("big", "n", (0, 1))]
