@@ -1,0 +1,65 @@
+"""The API's Flask application: `create_app(config=None)`."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, g, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from services.api.auth import authenticate
+from services.api.context import Context
+from services.api.openapi import build_spec, docs_page
+from services.api.views import base_models, datasets, info, runs, snapshots
+from shared import logs
+from shared.config import DeploymentConfig, load_config
+from shared.errors import TooLarge, TrainerError
+
+OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
+
+
+def create_app(config: DeploymentConfig | None = None) -> Flask:
+    config = config or load_config()
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = config.max_upload_bytes
+    app.json.sort_keys = False
+    app.extensions["trainer"] = Context.build(config)
+    log = logs.get("api")
+
+    for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp):
+        app.register_blueprint(blueprint)
+
+    @app.before_request
+    def _authenticate():
+        if request.path not in OPEN_PATHS:
+            g.principal = authenticate(config)
+
+    @app.get("/v1/openapi.json")
+    def openapi():
+        return build_spec()
+
+    @app.get("/docs")
+    def docs():
+        return Response(docs_page(build_spec()), mimetype="text/html")
+
+    @app.errorhandler(TrainerError)
+    def _trainer_error(exc: TrainerError):
+        return exc.to_dict(), exc.status
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def _too_large(exc):
+        err = TooLarge(f"the upload is larger than this deployment accepts ({config.max_upload_bytes} bytes)",
+                       details={"maxBytes": config.max_upload_bytes})
+        return err.to_dict(), err.status
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.code, "bad_request")
+        message = f"{request.method} {request.path} is not part of this API" if exc.code in (404, 405) else exc.description
+        return {"error": {"code": code, "message": message, "details": {}}}, exc.code
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        log.exception("unhandled error", path=request.path)
+        return {"error": {"code": "internal", "message": "the trainer hit an internal error; see the API log",
+                          "details": {}}}, 500
+
+    return app

@@ -1,0 +1,59 @@
+"""Bearer tokens mapped to workloads: a token sees and acts only on its workloads' resources;
+an admin token sees all (docs/api.md)."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Any
+
+from flask import g, request
+
+from shared.config import DeploymentConfig
+from shared.errors import Forbidden, NotFound, Unauthenticated
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    workloads: tuple[str, ...]
+    admin: bool
+
+    def may_use(self, workload: str) -> bool:
+        return self.admin or workload in self.workloads
+
+    def default_workload(self, fallback: str) -> str:
+        if self.admin or fallback in self.workloads or not self.workloads:
+            return fallback
+        return self.workloads[0]
+
+
+def authenticate(config: DeploymentConfig) -> Principal:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("this request needs an Authorization: Bearer TOKEN header")
+    for known in config.tokens:
+        if hmac.compare_digest(known.token.encode(), token.strip().encode()):
+            return Principal(known.name, known.workloads, known.admin)
+    raise Unauthenticated("this token is not known to the deployment")
+
+
+def principal() -> Principal:
+    return g.principal
+
+
+def require_workload(workload: str) -> str:
+    if not principal().may_use(workload):
+        raise Forbidden(
+            f"this token may not act for workload {workload}",
+            details={"workload": workload, "allowed": list(principal().workloads)},
+        )
+    return workload
+
+
+def visible(doc: dict[str, Any] | None, what: str, resource_id: str) -> dict[str, Any]:
+    """The resource if this token may see it; otherwise 404, so ids of others are not revealed."""
+    if doc is None or not principal().may_use(doc.get("workload", "")):
+        raise NotFound(f"{what} {resource_id} does not exist", details={"id": resource_id})
+    return doc

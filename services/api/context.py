@@ -1,0 +1,40 @@
+"""What every request handler needs, built once per app: config, Redis, store, artifacts, catalog."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+from flask import current_app
+
+from shared.artifacts import ArtifactRoot
+from shared.catalog import Catalog
+from shared.config import DeploymentConfig
+from shared.keys import Keys
+from shared.store import Store, connect
+
+
+@dataclass
+class Context:
+    config: DeploymentConfig
+    redis: redis.Redis
+    keys: Keys
+    store: Store
+    artifacts: ArtifactRoot
+    catalog: Catalog
+
+    @classmethod
+    def build(cls, config: DeploymentConfig) -> "Context":
+        client = connect(config.redis_url)
+        keys = Keys(config.key_prefix)
+        artifacts = ArtifactRoot(config.artifact_root)
+        return cls(config, client, keys, Store(client, keys), artifacts, Catalog(config, artifacts))
+
+    def claims(self):
+        from services.scheduler.queue import ClaimQueue
+
+        return ClaimQueue(self.redis, self.keys)
+
+
+def ctx() -> Context:
+    return current_app.extensions["trainer"]

@@ -1,0 +1,84 @@
+"""The OpenAPI document, generated from the marshmallow schemas, and a plain docs page."""
+
+from __future__ import annotations
+
+import html
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+
+from services.api import schemas
+from shared.plans import PlanSchema
+from shared.version import VERSION
+
+# path -> {method: (summary, request schema or None, response schema, success status)}
+ROUTES = {
+    "/v1/health": {"get": ("liveness; needs no token", None, None, 200)},
+    "/v1/info": {"get": ("the deployment", None, schemas.InfoSchema, 200)},
+    "/v1/base-models": {"get": ("the catalog", None, schemas.page_schema(schemas.BaseModelSchema), 200)},
+    "/v1/base-models/{modelId}": {"get": ("one model and the runs it can start", None, schemas.BaseModelSchema, 200)},
+    "/v1/datasets": {
+        "post": ("upload a JSONL dataset (multipart field `file`, optional `name`, `workload`)", "multipart",
+                 schemas.DatasetSchema, 201),
+        "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200),
+    },
+    "/v1/datasets/{datasetId}": {"get": ("one dataset", None, schemas.DatasetSchema, 200)},
+    "/v1/runs": {
+        "post": ("create a run from a plan; 422 when no engine trains it", PlanSchema, schemas.RunSchema, 201),
+        "get": ("list runs (?status, ?workload, ?limit, ?after)", None, schemas.page_schema(schemas.RunSchema), 200),
+    },
+    "/v1/runs/{runId}": {
+        "get": ("one run", None, schemas.RunSchema, 200),
+        "delete": ("cancel a run", None, schemas.RunSchema, 200),
+    },
+    "/v1/runs/{runId}/events": {"get": ("the run's event log (?after=N)", None, None, 200)},
+    "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series (?after=N)", None, None, 200)},
+    "/v1/snapshots": {"get": ("list snapshots (?run)", None, schemas.page_schema(schemas.SnapshotSchema), 200)},
+    "/v1/snapshots/{snapshotId}": {"get": ("one snapshot", None, schemas.SnapshotSchema, 200)},
+    "/v1/snapshots/{snapshotId}/adapter": {"get": ("the adapter (PEFT format) as .tar.gz", None, None, 200)},
+}
+
+
+def build_spec() -> dict:
+    spec = APISpec(title="the trainer", version=VERSION, openapi_version="3.0.3", plugins=[MarshmallowPlugin()])
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.schema("Error", schema=schemas.ErrorSchema)
+    for path, operations in ROUTES.items():
+        ops = {}
+        for method, (summary, request_schema, response_schema, status) in operations.items():
+            op: dict = {"summary": summary, "security": [{"bearer": []}],
+                        "responses": {str(status): {"description": "success"},
+                                      "4XX": {"description": "bad input",
+                                              "content": {"application/json": {"schema": "Error"}}}}}
+            if response_schema is not None:
+                op["responses"][str(status)]["content"] = {"application/json": {"schema": response_schema}}
+            if request_schema == "multipart":
+                op["requestBody"] = {"content": {"multipart/form-data": {"schema": {
+                    "type": "object", "properties": {"file": {"type": "string", "format": "binary"},
+                                                     "name": {"type": "string"}, "workload": {"type": "string"}}}}}}
+            elif request_schema is not None:
+                op["requestBody"] = {"content": {"application/json": {"schema": request_schema}}}
+            params = [p.strip("{}") for p in path.split("/") if p.startswith("{")]
+            if params:
+                op["parameters"] = [{"in": "path", "name": p, "required": True, "schema": {"type": "string"}}
+                                    for p in params]
+            ops[method] = op
+        spec.path(path=path, operations=ops)
+    return spec.to_dict()
+
+
+def docs_page(document: dict) -> str:
+    rows = []
+    for path, ops in document["paths"].items():
+        for method, op in ops.items():
+            rows.append(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
+                        f"<td>{html.escape(op.get('summary', ''))}</td></tr>")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>the trainer API</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td{padding:4px 12px;border-bottom:1px solid #ddd}</style>"
+        f"</head><body><h1>the trainer API {VERSION}</h1>"
+        "<p>Every request carries <code>Authorization: Bearer TOKEN</code>. Errors are "
+        "<code>{\"error\": {\"code\", \"message\", \"details\"}}</code>. The full document: "
+        "<a href='/v1/openapi.json'>/v1/openapi.json</a>.</p>"
+        f"<table>{''.join(rows)}</table></body></html>"
+    )

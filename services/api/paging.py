@@ -1,0 +1,44 @@
+"""List paging and filters shared by every list view: ?limit, ?after, ?status, ?workload."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from flask import request
+
+from services.api.auth import principal
+from shared.errors import ValidationFailed
+
+
+def page_args() -> tuple[int, str | None]:
+    raw = request.args.get("limit", "50")
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ValidationFailed(f"limit must be a whole number from 1 to 200, not {raw!r}",
+                               details={"field": "limit"}) from None
+    if not 1 <= limit <= 200:
+        raise ValidationFailed(f"limit must be a whole number from 1 to 200, not {limit}",
+                               details={"field": "limit"})
+    return limit, request.args.get("after") or None
+
+
+def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True) -> Callable[[dict[str, Any]], bool]:
+    who = principal()
+    status = request.args.get("status")
+    statuses = {s.strip().upper() for s in status.split(",")} if status else None
+    workload = request.args.get("workload")
+
+    def where(doc: dict[str, Any]) -> bool:
+        return (
+            who.may_use(doc.get("workload", ""))
+            and (statuses is None or doc.get("status") in statuses)
+            and (workload is None or doc.get("workload") == workload)
+            and extra(doc)
+        )
+
+    return where
+
+
+def page(items: list[dict[str, Any]], cursor: str | None) -> dict[str, Any]:
+    return {"items": items, "nextCursor": cursor}

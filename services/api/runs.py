@@ -1,0 +1,119 @@
+"""Runs: resolve the plan, store the run, queue its claim; cancel it (SPEC 2.3, 3.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.api.auth import Principal, require_workload, visible
+from services.api.context import Context
+from shared import reasons
+from shared.config import DEFAULT_WORKLOADS
+from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from shared.ids import Kind, new_id
+from shared.plans import parse_plan
+from shared.resolver import resolve
+from shared.states import RunStatus, run_transition
+from shared.store import now_iso
+
+
+def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
+    plan = parse_plan(body)
+    workload = plan["workload"] or who.default_workload(DEFAULT_WORKLOADS["run"])
+    plan["workload"] = require_workload(workload)
+
+    dataset = context.store.get(plan["dataset"])
+    if dataset is None or dataset.get("kind") != "dataset" or not who.may_use(dataset["workload"]):
+        raise NotFound(f"dataset {plan['dataset']} does not exist", details={"field": "dataset"})
+    if plan["validationDataset"]:
+        other = context.store.get(plan["validationDataset"])
+        if other is None or other.get("kind") != "dataset" or not who.may_use(other["workload"]):
+            raise NotFound(f"dataset {plan['validationDataset']} does not exist",
+                           details={"field": "validationDataset"})
+    if dataset["format"] not in ("chat", "completion") and plan["method"] == "sft":
+        raise ValidationFailed(
+            f"dataset {dataset['id']} holds {dataset['format']} rows; sft trains on chat messages "
+            "or prompt and completion rows",
+            details={"field": "dataset"},
+        )
+
+    pool_name = plan["execution"]["pool"] or context.config.default_pool
+    pool = context.config.pool(pool_name)
+    if pool is None:
+        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
+                               details={"field": "execution.pool", "pools": list(context.config.pools)})
+    plan["execution"]["pool"] = pool_name
+    gpus = plan["execution"]["gpus"]
+    quota = pool.quotas.get(workload)
+    if quota is not None and gpus > quota:
+        raise Unprocessable(
+            reasons.gpus_exceed_quota(gpus=gpus, workload=workload, pool=pool_name, quota_gpus=quota),
+            details={"field": "execution.gpus", "quota": quota},
+        )
+    model = context.catalog.get(plan["model"])
+    spec = resolve(plan, model=model, pool=pool)
+
+    run = context.store.create({
+        "id": new_id(Kind.RUN),
+        "kind": "run",
+        "name": plan.pop("name"),
+        "workload": workload,
+        "status": RunStatus.QUEUED.value,
+        "detail": None,
+        "plan": plan,
+        "engine": spec.name,
+        "pool": pool_name,
+        "gpus": gpus,
+        "datasetDigest": dataset["digest"],
+        "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
+                     "tokensPerSecond": None, "etaSeconds": None},
+        "scheduling": None,
+        "snapshots": [],
+        "latestSnapshot": None,
+        "cancelRequested": False,
+        "startedAt": None,
+        "finishedAt": None,
+    })
+    claim = context.claims().submit(kind="run", resource_id=run["id"], pool=pool_name, gpus=gpus,
+                                    workload=workload)
+    context.store.add_event(run["id"], f"queued in pool {pool_name} for {gpus} GPU(s); engine {spec.name}")
+
+    def attach(doc: dict[str, Any]) -> dict[str, Any]:
+        doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": claim["id"], "pool": pool_name}
+        doc["scheduling"].setdefault("node", None)
+        doc["scheduling"].setdefault("devices", [])
+        doc["scheduling"].setdefault("position", None)
+        return doc
+
+    return context.store.update(run["id"], attach)
+
+
+def get_run(context: Context, run_id: str) -> dict[str, Any]:
+    doc = context.store.get(run_id)
+    return visible(doc if doc and doc.get("kind") == "run" else None, "run", run_id)
+
+
+def cancel_run(context: Context, run_id: str) -> dict[str, Any]:
+    get_run(context, run_id)
+    released: list[str] = []
+
+    def cancel(doc: dict[str, Any]) -> dict[str, Any]:
+        status = RunStatus(doc["status"])
+        if status.is_terminal:
+            raise Conflict(f"run {run_id} has already ended ({status})", details={"status": status})
+        if status in (RunStatus.QUEUED, RunStatus.PAUSED):
+            doc["status"] = run_transition(status, RunStatus.CANCELLED).value
+            doc["detail"] = reasons.CANCELLED_WHILE_QUEUED if status == RunStatus.QUEUED else reasons.CANCELLED_BY_USER
+            doc["finishedAt"] = now_iso()
+            if doc.get("scheduling"):
+                released.append(doc["scheduling"]["claim"])
+        else:
+            # STARTING or RUNNING: the worker stops at its next step boundary and ends the run.
+            doc["cancelRequested"] = True
+        return doc
+
+    doc = context.store.update(run_id, cancel)
+    for claim_id in released:
+        context.claims().release(claim_id)
+    context.store.add_event(run_id, "cancel requested by the user" if doc["status"] != "CANCELLED"
+                            else "cancelled by the user")
+    return doc

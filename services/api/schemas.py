@@ -1,0 +1,150 @@
+"""Response schemas, one per resource, read direction. They feed the OpenAPI document; the
+request schemas are shared.plans (runs) and the upload form (datasets)."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+
+class ErrorBodySchema(Schema):
+    code = fields.String(metadata={"description": "stable error code: invalid, unauthenticated, forbidden, not_found, conflict, too_large, refused"})
+    message = fields.String(metadata={"description": "a sentence that names what was wrong"})
+    details = fields.Raw(metadata={"description": "what the sentence refers to (fields, lines, ids)"})
+
+
+class ErrorSchema(Schema):
+    error = fields.Nested(ErrorBodySchema)
+
+
+class ResourceSchema(Schema):
+    id = fields.String()
+    workload = fields.String()
+    createdAt = fields.String()
+    updatedAt = fields.String()
+    detail = fields.String(allow_none=True, metadata={"description": "why it failed or was stopped"})
+
+
+class DatasetSchema(ResourceSchema):
+    name = fields.String()
+    digest = fields.String(metadata={"description": "sha256 of the stored content"})
+    bytes = fields.Integer()
+    rows = fields.Integer()
+    format = fields.String(metadata={"description": "chat, completion or prompt"})
+
+
+class DatasetFaultSchema(Schema):
+    line = fields.Integer()
+    field = fields.String()
+    problem = fields.String()
+
+
+class ProgressSchema(Schema):
+    step = fields.Integer()
+    totalSteps = fields.Integer(allow_none=True)
+    loss = fields.Float(allow_none=True)
+    firstLoss = fields.Float(allow_none=True)
+    tokensPerSecond = fields.Float(allow_none=True)
+    etaSeconds = fields.Float(allow_none=True)
+
+
+class SchedulingSchema(Schema):
+    claim = fields.String()
+    pool = fields.String()
+    node = fields.String(allow_none=True)
+    devices = fields.List(fields.String())
+    position = fields.Integer(allow_none=True, metadata={"description": "1-based place in the pool queue while QUEUED"})
+
+
+class RunSchema(ResourceSchema):
+    status = fields.String(metadata={"description": "QUEUED, STARTING, RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED"})
+    name = fields.String(allow_none=True)
+    plan = fields.Dict(metadata={"description": "the plan with every default filled in"})
+    engine = fields.String(metadata={"description": "the engine the resolver chose (SPEC 3.1)"})
+    pool = fields.String()
+    gpus = fields.Integer()
+    progress = fields.Nested(ProgressSchema)
+    scheduling = fields.Nested(SchedulingSchema)
+    snapshots = fields.List(fields.String())
+    latestSnapshot = fields.String(allow_none=True)
+    cancelRequested = fields.Boolean()
+    startedAt = fields.String(allow_none=True)
+    finishedAt = fields.String(allow_none=True)
+
+
+class SnapshotSchema(ResourceSchema):
+    run = fields.String()
+    step = fields.Integer()
+    layout = fields.Integer()
+    gpus = fields.Integer(metadata={"description": "GPU count the training state was saved across"})
+    method = fields.String()
+    engine = fields.String()
+    precision = fields.String()
+    model = fields.String()
+    contents = fields.Dict(metadata={"description": "{weights: {format}, trainingState: {format} | null}"})
+    final = fields.Boolean()
+
+
+class EventSchema(Schema):
+    time = fields.String()
+    level = fields.String(metadata={"description": "info, warn or error"})
+    message = fields.String()
+
+
+class MetricPointSchema(Schema):
+    step = fields.Integer()
+    loss = fields.Float(allow_none=True)
+    learningRate = fields.Float(allow_none=True)
+    gradNorm = fields.Float(allow_none=True)
+    tokensPerSecond = fields.Float(allow_none=True)
+    epoch = fields.Float(allow_none=True)
+    time = fields.String()
+
+
+class StartableRunSchema(Schema):
+    method = fields.String()
+    gpus = fields.Integer()
+    precision = fields.String()
+    klPenalty = fields.Boolean()
+    restore = fields.String(metadata={"description": "none, weights or trainingState"})
+    engine = fields.String()
+
+
+class BaseModelSchema(Schema):
+    id = fields.String()
+    source = fields.String()
+    modality = fields.String()
+    parameters = fields.Integer(allow_none=True)
+    precisions = fields.List(fields.String())
+    gpuCounts = fields.List(fields.Integer())
+    generationConfig = fields.Dict()
+    loraTargetModules = fields.List(fields.String())
+    startableRuns = fields.List(fields.Nested(StartableRunSchema))
+
+
+class NodeSchema(Schema):
+    name = fields.String()
+    deviceKind = fields.String()
+    gpus = fields.Integer()
+    freeGpus = fields.Integer()
+
+
+class PoolSummarySchema(Schema):
+    name = fields.String()
+    gpus = fields.Integer()
+    freeGpus = fields.Integer()
+    nodes = fields.List(fields.Nested(NodeSchema))
+
+
+class InfoSchema(Schema):
+    version = fields.String()
+    apiUrl = fields.String()
+    pools = fields.List(fields.Nested(PoolSummarySchema))
+    methods = fields.List(fields.String())
+    catalogSize = fields.Integer()
+
+
+def page_schema(item: type[Schema]) -> type[Schema]:
+    return Schema.from_dict(
+        {"items": fields.List(fields.Nested(item)), "nextCursor": fields.String(allow_none=True)},
+        name=f"{item.__name__.removesuffix('Schema')}PageSchema",
+    )

@@ -1,0 +1,22 @@
+"""GET /v1/base-models, GET /v1/base-models/MODEL_ID (ids may contain '/')."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+from services.api.context import ctx
+from shared.resolver import startable_runs
+
+bp = Blueprint("base_models", __name__)
+
+
+@bp.get("/v1/base-models")
+def list_base_models():
+    return {"items": ctx().catalog.list(), "nextCursor": None}
+
+
+@bp.get("/v1/base-models/<path:model_id>")
+def get_base_model(model_id: str):
+    context = ctx()
+    model = context.catalog.get(model_id)
+    return {**model, "startableRuns": startable_runs(model, list(context.config.pools.values()))}

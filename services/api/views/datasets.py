@@ -1,0 +1,38 @@
+"""POST /v1/datasets (multipart `file`), GET /v1/datasets, GET /v1/datasets/ID."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from services.api.auth import principal, require_workload, visible
+from services.api.context import ctx
+from services.api.datasets import create_dataset
+from services.api.paging import page, page_args, visible_filter
+from shared.errors import ValidationFailed
+
+bp = Blueprint("datasets", __name__)
+
+
+@bp.post("/v1/datasets")
+def upload_dataset():
+    upload = request.files.get("file")
+    if upload is None:
+        raise ValidationFailed("upload the JSONL as the multipart form field `file`", details={"field": "file"})
+    workload = request.form.get("workload") or principal().default_workload("runs")
+    require_workload(workload)
+    name = request.form.get("name") or upload.filename or "dataset.jsonl"
+    doc = create_dataset(ctx(), data=upload.read(), name=name, workload=workload)
+    return doc, 201
+
+
+@bp.get("/v1/datasets")
+def list_datasets():
+    limit, after = page_args()
+    items, cursor = ctx().store.list("ds", where=visible_filter(), limit=limit, after=after)
+    return page(items, cursor)
+
+
+@bp.get("/v1/datasets/<dataset_id>")
+def get_dataset(dataset_id: str):
+    doc = ctx().store.get(dataset_id)
+    return visible(doc if doc and doc.get("kind") == "dataset" else None, "dataset", dataset_id)

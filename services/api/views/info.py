@@ -1,0 +1,47 @@
+"""GET /v1/health (no token), GET /v1/info."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from services.api.context import ctx
+from shared.engines import methods
+from shared.version import VERSION
+
+bp = Blueprint("info", __name__)
+
+
+def pool_summaries() -> list[dict]:
+    context = ctx()
+    held: dict[str, int] = {}
+    for pool in context.config.pools.values():
+        for claim in context.claims().held(pool.name):
+            held[claim["node"]] = held.get(claim["node"], 0) + len(claim.get("devices") or [])
+    summaries = []
+    for pool in context.config.pools.values():
+        nodes = [{"name": n.name, "deviceKind": n.device_kind, "gpus": n.device_count,
+                  "freeGpus": n.device_count - held.get(n.name, 0)} for n in pool.nodes]
+        summaries.append({"name": pool.name, "gpus": sum(n["gpus"] for n in nodes),
+                          "freeGpus": sum(n["freeGpus"] for n in nodes), "nodes": nodes,
+                          "quotas": dict(pool.quotas)})
+    return summaries
+
+
+@bp.get("/v1/health")
+def health():
+    ctx().redis.ping()
+    return {"status": "ok", "version": VERSION}
+
+
+@bp.get("/v1/info")
+def info():
+    """The deployment: version, API address, pools with nodes and free GPUs, methods, catalog size."""
+    context = ctx()
+    return {
+        "version": VERSION,
+        "apiUrl": request.host_url.rstrip("/"),
+        "pools": pool_summaries(),
+        "defaultPool": context.config.default_pool,
+        "methods": methods(),
+        "catalogSize": len(context.config.catalog),
+    }

@@ -1,0 +1,65 @@
+"""Runs: create, list, get, cancel (DELETE), events, metrics."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from services.api import runs as service
+from services.api.auth import principal
+from services.api.context import ctx
+from services.api.paging import page, page_args, visible_filter
+from shared.errors import ValidationFailed
+
+bp = Blueprint("runs", __name__)
+
+
+def _json_body():
+    body = request.get_json(silent=True)
+    if body is None:
+        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
+    return body
+
+
+def _after() -> int:
+    raw = request.args.get("after", "0")
+    if not raw.isdigit():
+        raise ValidationFailed(f"after must be a whole number, not {raw!r}", details={"field": "after"})
+    return int(raw)
+
+
+@bp.post("/v1/runs")
+def create_run():
+    return service.create_run(ctx(), body=_json_body(), who=principal()), 201
+
+
+@bp.get("/v1/runs")
+def list_runs():
+    limit, after = page_args()
+    items, cursor = ctx().store.list("run", where=visible_filter(), limit=limit, after=after)
+    return page(items, cursor)
+
+
+@bp.get("/v1/runs/<run_id>")
+def get_run(run_id: str):
+    return service.get_run(ctx(), run_id)
+
+
+@bp.delete("/v1/runs/<run_id>")
+def cancel_run(run_id: str):
+    return service.cancel_run(ctx(), run_id)
+
+
+@bp.get("/v1/runs/<run_id>/events")
+def run_events(run_id: str):
+    service.get_run(ctx(), run_id)
+    start = _after()
+    items = ctx().store.events(run_id, start=start)
+    return {"items": items, "next": start + len(items)}
+
+
+@bp.get("/v1/runs/<run_id>/metrics")
+def run_metrics(run_id: str):
+    service.get_run(ctx(), run_id)
+    start = _after()
+    items = ctx().store.metrics(run_id, start=start)
+    return {"items": items, "next": start + len(items)}

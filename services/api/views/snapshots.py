@@ -1,0 +1,50 @@
+"""Snapshots: list (?run=), get, and the adapter as a .tar.gz."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+from flask import Blueprint, request, send_file
+
+from services.api.auth import visible
+from services.api.context import ctx
+from services.api.paging import page, page_args, visible_filter
+from shared.errors import NotFound
+
+bp = Blueprint("snapshots", __name__)
+
+
+def _snapshot(snapshot_id: str) -> dict:
+    doc = ctx().store.get(snapshot_id)
+    return visible(doc if doc and doc.get("kind") == "snapshot" else None, "snapshot", snapshot_id)
+
+
+@bp.get("/v1/snapshots")
+def list_snapshots():
+    limit, after = page_args()
+    run = request.args.get("run")
+    where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True))
+    items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after)
+    return page(items, cursor)
+
+
+@bp.get("/v1/snapshots/<snapshot_id>")
+def get_snapshot(snapshot_id: str):
+    return _snapshot(snapshot_id)
+
+
+@bp.get("/v1/snapshots/<snapshot_id>/adapter")
+def download_adapter(snapshot_id: str):
+    doc = _snapshot(snapshot_id)
+    adapter_dir = ctx().artifacts.path(doc["path"], doc["contents"]["weights"].get("path", "adapter"))
+    if not adapter_dir.is_dir():
+        raise NotFound(f"snapshot {snapshot_id} has no adapter files on disk", details={"id": snapshot_id})
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for file in sorted(adapter_dir.iterdir()):
+            if file.is_file():
+                tar.add(file, arcname=file.name)
+    buffer.seek(0)
+    return send_file(buffer, mimetype="application/gzip", as_attachment=True,
+                     download_name=f"{snapshot_id}-adapter.tar.gz")

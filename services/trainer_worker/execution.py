@@ -1,0 +1,148 @@
+"""Carry out one granted claim on this node: take the lease, train, end the run, give the GPUs
+back. Plain Python: the Celery task only calls `execute`."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from services.trainer_worker.lease import Lease, LeaseLost
+from services.trainer_worker.reporter import RunReporter
+from shared import logs, reasons
+from shared.artifacts import ArtifactRoot
+from shared.catalog import Catalog
+from shared.config import DeploymentConfig
+from shared.keys import Keys
+from shared.states import RunStatus, run_transition
+from shared.store import Store, connect, now_iso
+
+
+class Worker:
+    """What a node's worker needs to run work: config, Redis, store, artifacts."""
+
+    def __init__(self, config: DeploymentConfig, node: str):
+        self.config = config
+        self.node = node
+        self.redis = connect(config.redis_url)
+        self.keys = Keys(config.key_prefix)
+        self.store = Store(self.redis, self.keys)
+        self.artifacts = ArtifactRoot(config.artifact_root)
+        self.catalog = Catalog(config, self.artifacts)
+        self.holder = f"{node}/{socket.gethostname()}/{os.getpid()}"
+
+    def claims(self):
+        from services.scheduler.queue import ClaimQueue
+
+        return ClaimQueue(self.redis, self.keys)
+
+
+def execute(worker: Worker, kind: str, resource_id: str, claim_id: str) -> str:
+    """Returns what happened, for the task's log: trained, skipped (and why)."""
+    log = logs.get("trainer_worker").bind(node=worker.node, run=resource_id, claim=claim_id)
+    if kind != "run":
+        log.error("unknown kind of work", kind=kind)
+        return f"skipped: kind {kind} is not run by this worker yet"
+    claim = worker.claims().get(claim_id)
+    run = worker.store.get(resource_id)
+    if claim is None or claim.get("state") != "GRANTED" or claim.get("resource") != resource_id:
+        log.warning("claim is no longer granted; nothing to do")
+        return "skipped: claim not granted"
+    if run is None or RunStatus(run["status"]).is_terminal:
+        worker.claims().release(claim_id)
+        return "skipped: run already ended"
+
+    lease = Lease(worker.redis, worker.keys, resource_id, worker.holder)
+    if not lease.acquire():
+        # Another worker trains this run (a redelivered task): never train in two places.
+        log.warning("run is leased by another worker; not training it here")
+        return "skipped: leased elsewhere"
+    try:
+        return _train(worker, run, claim, lease, log)
+    finally:
+        lease.release()
+
+
+def _take(lease: Lease, node: str, devices: list[str]):
+    def take(doc: dict[str, Any]) -> dict[str, Any]:
+        doc["fence"] = lease.fence
+        doc["scheduling"] = {**(doc.get("scheduling") or {}), "node": node, "devices": devices}
+        return doc
+
+    return take
+
+
+def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
+    run_id = run["id"]
+    devices = list(claim["devices"])
+    worker.store.update(run_id, _take(lease, worker.node, devices))
+    reporter = RunReporter(store=worker.store, artifacts=worker.artifacts, run=run, lease=lease, log=log)
+    reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
+    outcome = "FAILED"
+    try:
+        if reporter.should_stop():
+            outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
+        else:
+            result = _run_engine(worker, run, devices, reporter)
+            reporter.flush_progress()
+            if result.stopped_early and reporter.cancel_requested:
+                outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
+            else:
+                outcome, detail = RunStatus.SUCCEEDED.value, None
+                reporter.event(f"succeeded at step {result.final_step}: loss {result.first_loss:.4f} -> "
+                               f"{result.last_loss:.4f}" if result.first_loss is not None else
+                               f"succeeded at step {result.final_step}")
+    except LeaseLost as exc:
+        log.warning("lease lost; leaving the run to its new holder", error=str(exc))
+        return "stopped: lease lost"
+    except Exception as exc:  # the engine failed: the run says why, the worker lives on
+        log.exception("run failed")
+        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
+        reporter.event(detail, level="error")
+
+    def finish(doc: dict[str, Any]) -> dict[str, Any]:
+        doc["status"] = run_transition(doc["status"], outcome).value
+        doc["detail"] = detail
+        doc["finishedAt"] = now_iso()
+        return doc
+
+    try:
+        reporter.update_run(finish)
+    except LeaseLost:
+        return "stopped: lease lost"
+    worker.claims().release(claim["id"])
+    if outcome == RunStatus.CANCELLED.value:
+        reporter.event("cancelled by the user")
+    log.info("run ended", status=outcome)
+    return outcome
+
+
+def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
+    cuda = [d.split(":", 1)[1] for d in devices if d.startswith("cuda:")]
+    if cuda:
+        # The child process is fresh per task (max-tasks-per-child 1) and has not touched CUDA
+        # yet: expose only the granted GPUs, which the engine then sees as cuda:0..N-1.
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(cuda)
+    import torch
+
+    from services.trainer_worker.engines.base import TrainingJob
+    from services.trainer_worker.engines.sft import run_sft
+    from shared.models import model_dir_for
+
+    node = worker.config.node(worker.node)
+    if node is not None and node.device_kind == "cpu":
+        # CPU slots share the node's cores evenly, so two runs side by side don't fight.
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // node.device_count))
+    plan = run["plan"]
+    model_dir = model_dir_for(worker.catalog.raw(plan["model"]), worker.artifacts)
+    job = TrainingJob(
+        run_id=run["id"],
+        plan=plan,
+        engine=run["engine"],
+        model_dir=Path(model_dir),
+        dataset_path=worker.artifacts.dataset_path(run["datasetDigest"]),
+        work_dir=worker.artifacts.run_dir(run["id"]),
+        devices=devices,
+    )
+    return run_sft(job, reporter)

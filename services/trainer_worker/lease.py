@@ -1,0 +1,74 @@
+"""A run is trained in one place only: a lease in Redis with a fencing number.
+
+The worker that takes a run sets `lease:RUN` to its own token only if no one holds it, renews it
+from a heartbeat thread, and takes a fresh fencing number (INCR `fence:RUN`). It writes the number
+onto the run; every later write by that worker checks that the run still carries its number, so a
+worker that lost its lease (paused too long, partitioned) can no longer change the run.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+
+import redis
+
+from shared.keys import Keys
+
+LEASE_TTL_MS = 30_000
+RENEW_EVERY_S = 5.0
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class LeaseLost(Exception):
+    """This worker no longer holds the run's lease; it must stop touching the run."""
+
+
+class Lease:
+    def __init__(self, client: redis.Redis, keys: Keys, resource_id: str, holder: str):
+        self.redis = client
+        self.key = keys.lease(resource_id)
+        self.fence_key = keys.fence(resource_id)
+        self.token = f"{holder}:{secrets.token_hex(6)}"
+        self.fence: int | None = None
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self) -> bool:
+        if not self.redis.set(self.key, self.token, nx=True, px=LEASE_TTL_MS):
+            return False
+        self.fence = int(self.redis.incr(self.fence_key))
+        self._thread = threading.Thread(target=self._heartbeat, name=f"lease-{self.key}", daemon=True)
+        self._thread.start()
+        return True
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(RENEW_EVERY_S):
+            try:
+                if not self.redis.eval(_RENEW, 1, self.key, self.token, LEASE_TTL_MS):
+                    self.lost.set()
+                    return
+            except redis.RedisError:
+                continue  # a blip: the TTL leaves room for the next try
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=2)
+        try:
+            self.redis.eval(_RELEASE, 1, self.key, self.token)
+        except redis.RedisError:
+            pass  # it expires on its own

@@ -1,0 +1,136 @@
+"""The Redis-backed reporter an engine talks to (engines.base.Reporter): metrics, events,
+progress, snapshots and cancellation, each write fenced by the worker's lease."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from services.trainer_worker.lease import Lease, LeaseLost
+from shared.artifacts import ArtifactRoot
+from shared.ids import Kind, new_id
+from shared.states import RunStatus, run_transition
+from shared.store import Store, now_iso
+
+PROGRESS_EVERY_S = 0.25
+CANCEL_CHECK_EVERY_S = 0.5
+
+
+class RunReporter:
+    def __init__(self, *, store: Store, artifacts: ArtifactRoot, run: dict[str, Any], lease: Lease, log):
+        self.store = store
+        self.artifacts = artifacts
+        self.run_id = run["id"]
+        self.workload = run["workload"]
+        self.lease = lease
+        self.log = log
+        self.total_steps: int | None = None
+        self._started_at: float | None = None
+        self._first_step: int | None = None
+        self._first_loss: float | None = None
+        self._last_progress_write = 0.0
+        self._last_cancel_check = 0.0
+        self._pending: dict[str, Any] | None = None
+        self.cancel_requested = False
+
+    # --- fenced writes
+    def update_run(self, change) -> dict[str, Any]:
+        def fenced(doc: dict[str, Any]):
+            if doc.get("fence") != self.lease.fence:
+                raise LeaseLost(f"run {self.run_id} now belongs to fence {doc.get('fence')}")
+            return change(doc)
+
+        if self.lease.lost.is_set():
+            raise LeaseLost(f"lease of run {self.run_id} expired")
+        return self.store.update(self.run_id, fenced)
+
+    # --- engines.base.Reporter
+    def started(self, *, total_steps: int) -> None:
+        self.total_steps = total_steps
+        self._started_at = time.monotonic()
+
+        def running(doc):
+            doc["status"] = run_transition(doc["status"], RunStatus.RUNNING).value
+            doc["startedAt"] = doc.get("startedAt") or now_iso()
+            doc["progress"] = {**doc["progress"], "totalSteps": total_steps}
+            return doc
+
+        self.update_run(running)
+        self.event(f"training started: {total_steps} steps")
+
+    def metrics(self, point: dict[str, Any]) -> None:
+        point = {**point, "time": now_iso()}
+        self.store.add_metrics(self.run_id, point)
+        step = int(point.get("step") or 0)
+        if self._first_step is None:
+            self._first_step = step
+        if self._first_loss is None and point.get("loss") is not None:
+            self._first_loss = float(point["loss"])
+        eta = None
+        if self._started_at and self.total_steps and step > 0:
+            per_step = (time.monotonic() - self._started_at) / step
+            eta = round(per_step * max(self.total_steps - step, 0), 1)
+        self._pending = {"step": step, "totalSteps": self.total_steps, "loss": point.get("loss"),
+                         "firstLoss": self._first_loss, "tokensPerSecond": point.get("tokensPerSecond"),
+                         "etaSeconds": eta}
+        if time.monotonic() - self._last_progress_write >= PROGRESS_EVERY_S or step == self.total_steps:
+            self.flush_progress()
+
+    def flush_progress(self) -> None:
+        if self._pending is None:
+            return
+        pending, self._pending = self._pending, None
+        self._last_progress_write = time.monotonic()
+
+        def progress(doc):
+            doc["progress"] = {**doc["progress"], **{k: v for k, v in pending.items() if v is not None}}
+            return doc
+
+        self.update_run(progress)
+
+    def event(self, message: str, level: str = "info") -> None:
+        self.store.add_event(self.run_id, message, level=level)
+        getattr(self.log, "warning" if level == "warn" else level, self.log.info)(message)
+
+    def snapshot(self, *, step: int, directory: Path, manifest: dict[str, Any], final: bool) -> None:
+        snapshot_id = new_id(Kind.SNAPSHOT)
+        relative = str(Path(directory).resolve().relative_to(self.artifacts.root))
+        doc = self.store.create({
+            "id": snapshot_id,
+            "kind": "snapshot",
+            "run": self.run_id,
+            "workload": self.workload,
+            "step": step,
+            "layout": manifest["layout"],
+            "gpus": manifest["gpus"],
+            "method": manifest["method"],
+            "engine": manifest["engine"],
+            "precision": manifest["precision"],
+            "model": manifest["model"],
+            "contents": {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")},
+            "final": final,
+            "path": relative,
+            "detail": None,
+        })
+        self.store.redis.zadd(self.store.keys.snapshots_of(self.run_id), {snapshot_id: step})
+
+        def attach(run):
+            run["snapshots"] = [*run.get("snapshots", []), snapshot_id]
+            run["latestSnapshot"] = snapshot_id
+            return run
+
+        self.update_run(attach)
+        self.event(f"snapshot {snapshot_id} written at step {step}" + (" (final)" if final else ""))
+        self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))
+
+    def should_stop(self) -> bool:
+        if self.lease.lost.is_set():
+            raise LeaseLost(f"lease of run {self.run_id} expired")
+        now = time.monotonic()
+        if not self.cancel_requested and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
+            self._last_cancel_check = now
+            doc = self.store.get(self.run_id) or {}
+            self.cancel_requested = bool(doc.get("cancelRequested"))
+        return self.cancel_requested

@@ -1,0 +1,23 @@
+"""Celery tasks: thin, they only call into execution.py."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from shared.celery_app import EXECUTE_TASK
+
+_worker = None
+
+
+def register(app: Celery, config, node: str) -> None:
+    @app.task(name=EXECUTE_TASK, bind=True, acks_late=True)
+    def execute_task(self, kind: str, resource_id: str, claim_id: str) -> str:
+        global _worker
+        from services.trainer_worker.execution import Worker, execute
+
+        if _worker is None or _worker.node != node or os.getpid() != getattr(_worker, "pid", None):
+            _worker = Worker(config, node)
+            _worker.pid = os.getpid()
+        return execute(_worker, kind, resource_id, claim_id)

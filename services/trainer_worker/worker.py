@@ -1,0 +1,42 @@
+"""Entry point: `python -m services.trainer_worker.worker --node NODE` runs the Celery worker of one
+node, listening on that node's queue, one child per device, prefetch 1, a fresh child per task."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from shared import logs
+from shared.celery_app import make_celery, node_queue
+from shared.config import load_config
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="the trainer's worker for one node")
+    parser.add_argument("--node", default=os.environ.get("TRAINING_NODE"), required="TRAINING_NODE" not in os.environ)
+    parser.add_argument("--loglevel", default="INFO")
+    args = parser.parse_args(argv)
+    config = load_config()
+    node = config.node(args.node)
+    if node is None:
+        sys.exit(f"error: node {args.node} is not declared in the deployment config")
+    logs.configure("trainer_worker")
+    from services.trainer_worker.tasks import register
+
+    app = make_celery(config)
+    register(app, config, node.name)
+    app.worker_main([
+        "worker",
+        "--queues", node_queue(node.name),
+        "--concurrency", str(node.device_count),
+        "--prefetch-multiplier", "1",
+        "--max-tasks-per-child", "1",
+        "--hostname", f"{node.name}@%h",
+        "--loglevel", args.loglevel,
+        "--without-gossip", "--without-mingle", "--task-events",
+    ])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+import io
+import json
+
+SAMPLE = b"\n".join(
+    json.dumps({"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}).encode()
+    for i in range(5)
+)
+
+
+def upload(client, headers, data: bytes, **form):
+    return client.post("/v1/datasets", headers=headers,
+                       data={"file": (io.BytesIO(data), "d.jsonl"), **form}, content_type="multipart/form-data")
+
+
+def test_upload_list_get(client, admin):
+    resp = upload(client, admin, SAMPLE, name="greetings")
+    assert resp.status_code == 201, resp.json
+    doc = resp.json
+    assert doc["id"].startswith("ds-") and doc["rows"] == 5 and doc["format"] == "chat"
+    assert doc["name"] == "greetings" and doc["workload"] == "runs" and len(doc["digest"]) == 64
+    assert client.get(f"/v1/datasets/{doc['id']}", headers=admin).json == doc
+    assert [d["id"] for d in client.get("/v1/datasets", headers=admin).json["items"]] == [doc["id"]]
+
+
+def test_faults_name_line_and_field_and_store_nothing(client, admin):
+    bad = b'{"messages": [{"role": "user", "content": "x"}, {"role": "robot", "content": 3}]}\nnot json\n{"foo": 1}\n'
+    resp = upload(client, admin, bad)
+    assert resp.status_code == 400
+    err = resp.json["error"]
+    assert err["code"] == "invalid"
+    assert err["message"] == "dataset line 1, field messages[1].role: must be one of system, user, assistant, tool (and 3 more)"
+    faults = err["details"]["faults"]
+    assert {"line": 1, "field": "messages[1].content", "problem": "must be a string"} in faults
+    assert faults[2]["line"] == 2 and faults[2]["field"] == "(line)"
+    assert faults[3] == {"line": 3, "field": "(row)", "problem": "needs messages, or prompt and completion, or prompt"}
+    assert client.get("/v1/datasets", headers=admin).json["items"] == []
+
+
+def test_first_twenty_faults_only(client, admin):
+    resp = upload(client, admin, b"{}\n" * 30)
+    assert len(resp.json["error"]["details"]["faults"]) == 20
+    assert resp.json["error"]["details"]["faultCount"] == 30
+
+
+def test_oversized_upload_is_413(client, admin):
+    resp = upload(client, admin, SAMPLE * 10_000)
+    assert resp.status_code == 413
+    assert resp.json["error"]["code"] == "too_large"
+    assert "200000 bytes" in resp.json["error"]["message"]
+
+
+def test_missing_file_field(client, admin):
+    resp = client.post("/v1/datasets", headers=admin, data={}, content_type="multipart/form-data")
+    assert resp.status_code == 400
+    assert resp.json["error"]["details"] == {"field": "file"}
+
+
+def test_tokens_see_only_their_workloads(client, admin, team):
+    mine = upload(client, team, SAMPLE).json
+    assert mine["workload"] == "team-a"
+    theirs = upload(client, admin, SAMPLE, workload="other").json
+    assert [d["id"] for d in client.get("/v1/datasets", headers=team).json["items"]] == [mine["id"]]
+    assert client.get(f"/v1/datasets/{theirs['id']}", headers=team).status_code == 404
+    assert upload(client, team, SAMPLE, workload="other").status_code == 403
+    assert len(client.get("/v1/datasets", headers=admin).json["items"]) == 2
+
+
+def test_bad_or_missing_token(client):
+    assert client.get("/v1/datasets").json["error"]["code"] == "unauthenticated"
+    resp = client.get("/v1/datasets", headers={"Authorization": "Bearer nope"})
+    assert resp.status_code == 401 and resp.json["error"]["message"] == "this token is not known to the deployment"

@@ -1,0 +1,79 @@
+"""Fixtures shared by every test: a real Redis under a key prefix of the test session's own,
+a deployment config pointing at it, and an artifact root in a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+import redis
+
+from shared.config import parse_config
+from shared.keys import Keys
+
+TEST_REDIS_DB = int(os.environ.get("TRAINING_TEST_REDIS_DB", "11"))
+TEST_REDIS_URL = os.environ.get("TRAINING_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{TEST_REDIS_DB}")
+ADMIN_TOKEN = "test-admin-token"
+TEAM_TOKEN = "test-team-a-token"
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    client = redis.Redis.from_url(TEST_REDIS_URL)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.exit(f"no Redis answers at {TEST_REDIS_URL}; .ci/run starts one", returncode=2)
+    return TEST_REDIS_URL
+
+
+@pytest.fixture
+def key_prefix(redis_url):
+    prefix = f"test-{secrets.token_hex(4)}:"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
+def make_config(redis_url: str, prefix: str, artifact_root, **overrides):
+    raw = {
+        "defaultPool": "default",
+        "pools": {
+            "default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 2}}],
+                        "quotas": {"small": 1}},
+            "big": {"nodes": [{"name": "big-1", "devices": {"kind": "cpu", "count": 4}}]},
+        },
+        "catalog": [
+            {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"},
+            {"id": "Qwen/Qwen3-8B", "path": "/nonexistent/qwen3-8b", "parameters": 8_000_000_000,
+             "precisions": ["bf16"], "gpuCounts": [1, 2, 4, 8]},
+        ],
+        "tokens": [
+            {"token": ADMIN_TOKEN, "name": "admin", "admin": True},
+            {"token": TEAM_TOKEN, "name": "team-a", "workloads": ["team-a", "small"]},
+        ],
+        "limits": {"maxUploadBytes": 200_000},
+        **overrides,
+    }
+    env = {"TRAINING_REDIS_URL": redis_url, "TRAINING_KEY_PREFIX": prefix,
+           "TRAINING_ARTIFACT_ROOT": str(artifact_root)}
+    return parse_config(raw, env)
+
+
+@pytest.fixture(scope="session")
+def shared_artifacts(tmp_path_factory):
+    """One artifact root for the session, so the tiny model is built once."""
+    return tmp_path_factory.mktemp("artifacts")
+
+
+@pytest.fixture
+def config(redis_url, key_prefix, shared_artifacts):
+    return make_config(redis_url, key_prefix, shared_artifacts)
+
+
+@pytest.fixture
+def keys(key_prefix):
+    return Keys(key_prefix)

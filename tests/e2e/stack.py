@@ -1,0 +1,118 @@
+"""The real services as processes, for end-to-end tests: API (gunicorn), scheduler and one Celery
+trainer worker per node, all on a real Redis under a key prefix of their own."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+import requests
+import yaml
+
+from shared.redis_server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Stack:
+    api_url: str
+    token: str
+    env: dict[str, str]
+    home: Path
+    artifacts: Path
+    redis_url: str
+    prefix: str
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    logs: dict[str, Path] = field(default_factory=dict)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def get(self, path: str, **kw) -> requests.Response:
+        return requests.get(self.api_url + path, headers=self.headers(), timeout=30, **kw)
+
+    def post(self, path: str, **kw) -> requests.Response:
+        return requests.post(self.api_url + path, headers=self.headers(), timeout=30, **kw)
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        return "\n".join(self.logs[name].read_text(errors="replace").splitlines()[-lines:])
+
+    def start(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = self.home / f"{name}.log"
+        self.logs[name] = log
+        proc = subprocess.Popen([sys.executable, "-m", *args], cwd=REPO, env=self.env,
+                                stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes[name] = proc
+        return proc
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, timeout_s: float = 20) -> None:
+        proc = self.processes.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            pass
+
+    def wait_until(self, what: str, check, timeout_s: float = 120, every_s: float = 0.3):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            time.sleep(every_s)
+        tails = "\n".join(f"--- {n}\n{self.log_tail(n)}" for n in self.logs)
+        raise AssertionError(f"timed out waiting for {what}\n{tails}")
+
+
+def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2) -> Stack:
+    prefix = f"e2e-{secrets.token_hex(4)}:"
+    token = secrets.token_hex(16)
+    home, artifacts = tmp / "home", tmp / "artifacts"
+    home.mkdir(parents=True, exist_ok=True)
+    config_path = home / "deployment.yaml"
+    config_path.write_text(yaml.safe_dump({
+        "redisUrl": redis_url, "keyPrefix": prefix, "artifactRoot": str(artifacts), "defaultPool": "default",
+        "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": nodes}}]}},
+        "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
+        "tokens": [{"token": token, "name": "admin", "admin": True}],
+    }))
+    port = free_port()
+    env = {**os.environ, "TRAINING_CONFIG": str(config_path), "TRAINING_HOME": str(home),
+           "TRAINING_API_URL": f"http://127.0.0.1:{port}", "TRAINING_TOKEN": token, "PYTHONUNBUFFERED": "1"}
+    for var in ("TRAINING_REDIS_URL", "TRAINING_KEY_PREFIX", "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN"):
+        env.pop(var, None)
+    stack = Stack(f"http://127.0.0.1:{port}", token, env, home, artifacts, redis_url, prefix)
+    stack.start("api", ["services.api.main", "--port", str(port)])
+    stack.start("scheduler", ["services.scheduler.main"])
+    stack.start("worker", ["services.trainer_worker.worker", "--node", "local"])
+
+    def healthy():
+        try:
+            return requests.get(stack.api_url + "/v1/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    stack.wait_until("the API to answer", healthy, timeout_s=60)
+    return stack
+
+
+def stop_stack(stack: Stack) -> None:
+    for name in list(stack.processes):
+        stack.stop(name)
+    client = redis.Redis.from_url(stack.redis_url)
+    keys = list(client.scan_iter(match=f"{stack.prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)

@@ -1,0 +1,96 @@
+"""A run trains through every real service: REST API -> scheduler -> Celery worker -> SFT engine."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from importlib import resources
+
+SAMPLE = resources.files("shared") / "data" / "sample_sft.jsonl"
+
+
+def upload_sample(stack) -> str:
+    resp = stack.post("/v1/datasets", files={"file": ("sample.jsonl", SAMPLE.read_bytes())})
+    assert resp.status_code == 201, resp.text
+    return resp.json()["id"]
+
+
+def wait_terminal(stack, run_id: str, timeout_s: float = 240) -> dict:
+    return stack.wait_until(
+        f"run {run_id} to end",
+        lambda: (lambda r: r if r["status"] in ("SUCCEEDED", "FAILED", "CANCELLED") else None)(
+            stack.get(f"/v1/runs/{run_id}").json()),
+        timeout_s=timeout_s,
+    )
+
+
+def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
+    dataset = upload_sample(stack)
+    plan = {"method": "sft", "model": "builtin/tiny-qwen3", "dataset": dataset,
+            "hyperparameters": {"maxSteps": 30, "batchSize": 8, "learningRate": 0.003},
+            "snapshots": {"everySteps": 10}}
+    run = stack.post("/v1/runs", json=plan).json()
+    assert run["status"] in ("QUEUED", "STARTING", "RUNNING"), run  # the scheduler may be quicker than the answer
+    done = wait_terminal(stack, run["id"])
+    assert done["status"] == "SUCCEEDED", (done, stack.get(f"/v1/runs/{run['id']}/events").json())
+    assert done["progress"]["step"] == 30 and done["progress"]["totalSteps"] == 30
+    assert done["progress"]["loss"] < done["progress"]["firstLoss"]
+    assert done["scheduling"]["node"] == "local" and len(done["scheduling"]["devices"]) == 1
+    assert done["startedAt"] and done["finishedAt"]
+
+    metrics = stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"]
+    losses = [m["loss"] for m in metrics if m.get("loss") is not None]
+    assert len(losses) >= 25
+    assert sum(losses[-3:]) / 3 < 0.8 * sum(losses[:3]) / 3
+    assert all(m["tokensPerSecond"] > 0 for m in metrics if m.get("tokensPerSecond") is not None)
+
+    messages = [e["message"] for e in stack.get(f"/v1/runs/{run['id']}/events").json()["items"]]
+    assert messages[0].startswith("queued in pool default")
+    assert any(m.startswith("granted 1 GPU(s) on node local") for m in messages), messages
+    assert "training started: 30 steps" in messages
+
+    snaps = stack.get(f"/v1/snapshots?run={run['id']}").json()["items"]
+    assert sorted(s["step"] for s in snaps) == [10, 20, 30]
+    final = next(s for s in snaps if s["final"])
+    assert final["id"] == done["latestSnapshot"] and final["layout"] == 2 and final["gpus"] == 1
+    assert final["contents"]["weights"]["format"] == "peft-safetensors"
+
+    # The GPUs (CPU slots) are given back.
+    pool = next(p for p in stack.get("/v1/info").json()["pools"] if p["name"] == "default")
+    assert pool["freeGpus"] == 2
+
+    archive = stack.get(f"/v1/snapshots/{final['id']}/adapter")
+    assert archive.status_code == 200
+    with tarfile.open(fileobj=io.BytesIO(archive.content)) as tar:
+        tar.extractall(tmp_path / "adapter", filter="data")
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").exists()
+
+
+def test_cancel_a_running_run(stack):
+    dataset = upload_sample(stack)
+    plan = {"model": "builtin/tiny-qwen3", "dataset": dataset, "hyperparameters": {"maxSteps": 5000}}
+    run = stack.post("/v1/runs", json=plan).json()
+    stack.wait_until("the run to run", lambda: stack.get(f"/v1/runs/{run['id']}").json()["progress"]["step"] > 2)
+    assert requests_delete(stack, run["id"]).json()["cancelRequested"] is True
+    done = wait_terminal(stack, run["id"], timeout_s=60)
+    assert done["status"] == "CANCELLED" and done["detail"] == "cancelled by the user"
+    assert done["progress"]["step"] < 5000
+
+
+def requests_delete(stack, run_id):
+    import requests
+
+    return requests.delete(f"{stack.api_url}/v1/runs/{run_id}", headers=stack.headers(), timeout=30)
+
+
+def test_curl_quickstart_example(stack, tmp_path):
+    import subprocess
+
+    from tests.e2e.stack import REPO
+
+    out = tmp_path / "adapter"
+    result = subprocess.run(["bash", str(REPO / "examples/curl/quickstart.sh"), str(SAMPLE), str(out)],
+                            env=stack.env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "status SUCCEEDED" in result.stdout
+    assert (out / "adapter_model.safetensors").exists() and (out / "adapter_config.json").exists()

@@ -1,0 +1,42 @@
+import pytest
+
+from shared.config import load_config, parse_config
+from shared.errors import ValidationFailed
+
+
+def test_embedded_default(tmp_path):
+    config = load_config(env={"TRAINING_ARTIFACT_ROOT": str(tmp_path), "TRAINING_ADMIN_TOKEN": "t"})
+    assert list(config.pools) == ["default"] and config.default_pool == "default"
+    (node,) = config.pools["default"].nodes
+    assert (node.name, node.device_kind, node.device_count) == ("local", "cpu", 2)
+    assert config.catalog[0]["id"] == "builtin/tiny-qwen3"
+    assert config.tokens[0].admin and config.tokens[0].token == "t"
+    assert config.artifact_root == tmp_path
+
+
+def test_env_overrides_the_file(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_text("redisUrl: redis://elsewhere:1/0\npools: {p: {nodes: [{name: n, devices: {kind: cuda, count: 8}}]}}\n")
+    config = load_config(env={"TRAINING_CONFIG": str(path), "TRAINING_REDIS_URL": "redis://here:2/3"})
+    assert config.redis_url == "redis://here:2/3" and config.default_pool == "p"
+    assert config.node("n").devices[-1] == "cuda:7"
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"pools": {}}, "deployment config: pools must map at least one pool name to its nodes"),
+    ({"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "tpu", "count": 1}}]}}},
+     "deployment config: pools.p.nodes[0].devices.kind must be cpu or cuda"),
+    ({"pools": {"p": {"nodes": [{"name": "n", "devices": {"count": 0}}]}}},
+     "deployment config: pools.p.nodes[0].devices.count must be a whole number of at least 1"),
+    ({"pools": {"p": {"nodes": [{"name": "n", "devices": {"count": 1}}]}}, "defaultPool": "q"},
+     "deployment config: defaultPool names pool q, which is not declared"),
+])
+def test_bad_configs_name_the_field(raw, message):
+    with pytest.raises(ValidationFailed) as err:
+        parse_config(raw, env={})
+    assert err.value.message == message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ValidationFailed, match="does not exist"):
+        load_config(env={"TRAINING_CONFIG": str(tmp_path / "nope.yaml")})
