@@ -1,0 +1,94 @@
+"""`training up` / `down` / `quickstart` with stand-ins for the services.
+
+The real services (services/api, scheduler, trainer worker) are spawned by the same code; here
+`service_commands` is replaced so that the API is tests/cli/fake_api.py run as its own process and
+the scheduler and worker are idle Python processes. Redis is real: a redis-server started for the
+stack on a free port, and stopped by `training down`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from shared.redis_server import free_port, redis_answers
+from training_cli import local_stack
+from training_cli.main import cli
+from training_cli.stack_state import StackState, process_alive
+
+FAKE_API = str(Path(__file__).with_name("fake_api.py"))
+IDLE = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+@pytest.fixture
+def fake_services(monkeypatch):
+    def commands(port: int, nodes: list[str]) -> dict[str, list[str]]:
+        fake = {"api": [sys.executable, FAKE_API, "--port", str(port)], "scheduler": IDLE}
+        fake.update({f"worker-{node}": IDLE for node in nodes})
+        return fake
+
+    monkeypatch.setattr(local_stack, "service_commands", commands)
+    monkeypatch.setenv("TRAINING_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+
+
+def test_up_down_and_quickstart(fake_services, home):
+    runner = CliRunner()
+    port = free_port()
+    try:
+        result = runner.invoke(cli, ["up", "--detach", "--port", str(port)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert f"the local stack is up at http://127.0.0.1:{port}" in result.output
+        state = StackState()
+        records = {r.name: r for r in state.records()}
+        assert set(records) == {"redis", "api", "scheduler", "worker-local"}
+        assert all(r.alive() for r in records.values())
+        assert (state.root / "admin_token").stat().st_mode & 0o077 == 0
+        cli_yaml = yaml.safe_load((home / "cli.yaml").read_text())
+        assert cli_yaml == {"apiUrl": f"http://127.0.0.1:{port}", "token": state.admin_token()}
+        redis_url = state.info()["redisUrl"]
+        assert redis_answers(redis_url)
+
+        again = runner.invoke(cli, ["up", "--detach", "--port", str(port)], catch_exceptions=False)
+        assert again.exit_code == 0 and "already up" in again.output
+        assert {r.pid for r in state.records()} == {r.pid for r in records.values()}
+
+        # The CLI now finds the stack through cli.yaml alone.
+        info = runner.invoke(cli, ["info", "-o", "json"], catch_exceptions=False)
+        assert info.exit_code == 0 and json.loads(info.output)["version"] == "0.6.0"
+
+        quick = runner.invoke(cli, ["quickstart"], catch_exceptions=False)
+        assert quick.exit_code == 0, quick.output
+        assert "the local stack is already up" in quick.output
+        assert "loss: 4.1 at the start -> 1 at the end" in quick.output
+        adapter = home / "adapters" / "run-0002"
+        assert f"adapter (PEFT format): {adapter}" in quick.output
+        assert (adapter / "adapter_config.json").exists()
+        assert "`training down` stops it" in quick.output
+    finally:
+        down = runner.invoke(cli, ["down"], catch_exceptions=False)
+    assert down.exit_code == 0
+    assert down.output.startswith("stopped worker-local (pid")
+    assert "redis (pid" in down.output
+    assert not any(process_alive(r.pid, r.command) for r in records.values())
+    assert StackState().records() == []
+    assert not redis_answers(redis_url)
+    assert runner.invoke(cli, ["down"]).output.strip() == "no local stack is running"
+
+
+def test_a_service_that_dies_fails_up_with_its_log(fake_services, monkeypatch):
+    def commands(port: int, nodes: list[str]) -> dict[str, list[str]]:
+        return {"api": [sys.executable, FAKE_API, "--port", str(port)],
+                "scheduler": [sys.executable, "-c", "import sys; print('scheduler: no broker'); sys.exit(3)"]}
+
+    monkeypatch.setattr(local_stack, "service_commands", commands)
+    result = CliRunner().invoke(cli, ["up", "--detach", "--port", str(free_port())], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "scheduler exited with code 3" in result.output
+    assert "scheduler: no broker" in result.output
+    assert result.output.rstrip().endswith("error: the local stack did not come up (scheduler exited with code 3)")
+    assert StackState().records() == []  # what did start was stopped again

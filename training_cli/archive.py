@@ -1,0 +1,57 @@
+"""Downloading a snapshot's adapter (a .tar.gz) and extracting it without trusting its paths."""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from training_cli.client import ApiClient
+from training_cli.errors import CliError
+
+
+def download_adapter(client: ApiClient, snapshot_id: str, target_dir: Path) -> Path:
+    """GET /v1/snapshots/ID/adapter and extract it into target_dir; returns target_dir."""
+    target_dir = target_dir.expanduser().resolve()
+    with tempfile.TemporaryDirectory(prefix="training-adapter-") as tmp:
+        archive = client.download(f"/v1/snapshots/{snapshot_id}/adapter", Path(tmp) / "adapter.tar.gz")
+        target_dir.mkdir(parents=True, exist_ok=True)  # only once there is something to put in it
+        extract_safely(archive, target_dir)
+    return target_dir
+
+
+def extract_safely(archive: Path, target_dir: Path) -> list[Path]:
+    """Extract regular files and folders only, each inside target_dir; refuse the whole archive
+    if any member is absolute, climbs out with `..`, or is a link or device."""
+    target_dir = target_dir.resolve()
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            members = tar.getmembers()
+            for member in members:
+                _check(member, target_dir)
+            written = []
+            for member in members:
+                if member.isdir():
+                    (target_dir / member.name).mkdir(parents=True, exist_ok=True)
+                    continue
+                out = target_dir / member.name
+                out.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                assert source is not None  # regular files always have content
+                with source, open(out, "wb") as handle:
+                    while chunk := source.read(1 << 20):
+                        handle.write(chunk)
+                written.append(out)
+            return written
+    except tarfile.TarError as exc:
+        raise CliError(f"the adapter archive could not be read: {exc}") from None
+
+
+def _check(member: tarfile.TarInfo, target_dir: Path) -> None:
+    name = PurePosixPath(member.name)
+    if not (member.isfile() or member.isdir()):
+        raise CliError(f"the adapter archive holds {member.name}, which is not a plain file; nothing was extracted")
+    if name.is_absolute() or ".." in name.parts:
+        raise CliError(f"the adapter archive holds a path outside its folder ({member.name}); nothing was extracted")
+    if not (target_dir / member.name).resolve().is_relative_to(target_dir):
+        raise CliError(f"the adapter archive holds a path outside its folder ({member.name}); nothing was extracted")

@@ -1,0 +1,105 @@
+"""A small client of the trainer's REST API (docs/api.md). Every failure becomes a CliError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import requests
+
+from training_cli.errors import ApiError, CliError
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class ApiClient:
+    def __init__(self, base_url: str, token: str | None, *, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+        self.session = requests.Session()
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+
+    # -- verbs ---------------------------------------------------------------------------------
+    def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return self._json(self._request("GET", path, params=_clean(params)))
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> Any:
+        return self._json(self._request("POST", path, json=body, **kwargs))
+
+    def delete(self, path: str) -> Any:
+        return self._json(self._request("DELETE", path))
+
+    def upload(self, path: str, file: Path, fields: dict[str, Any]) -> Any:
+        with open(file, "rb") as handle:
+            files = {"file": (file.name, handle, "application/x-ndjson")}
+            return self._json(self._request("POST", path, files=files, data=_clean(fields)))
+
+    def download(self, path: str, target: Path, chunk_bytes: int = 1 << 20) -> Path:
+        response = self._request("GET", path, stream=True)
+        with open(target, "wb") as out:
+            for chunk in response.iter_content(chunk_bytes):
+                out.write(chunk)
+        return target
+
+    def items(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a paged list, following `nextCursor`."""
+        params = dict(_clean(params) or {})
+        while True:
+            page = self.get(path, params)
+            if isinstance(page, list):
+                yield from page
+                return
+            yield from page.get("items") or []
+            if not page.get("nextCursor"):
+                return
+            params["after"] = page["nextCursor"]
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        url = self.base_url + path
+        try:
+            response = self.session.request(method, url, timeout=self.timeout_s, **kwargs)
+        except requests.ConnectionError:
+            raise CliError(
+                f"cannot reach the trainer API at {self.base_url} (is the stack up? run: training up)"
+            ) from None
+        except requests.Timeout:
+            raise CliError(
+                f"the trainer API at {self.base_url} did not answer within {self.timeout_s:g}s"
+            ) from None
+        if not response.ok:
+            raise _api_error(response)
+        return response
+
+    @staticmethod
+    def _json(response: requests.Response) -> Any:
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise CliError(
+                f"the trainer API answered {response.request.method} {response.url} with "
+                "something that is not JSON"
+            ) from None
+
+
+def _api_error(response: requests.Response) -> ApiError:
+    try:
+        error = response.json()["error"]
+        message = error.get("message") or f"HTTP {response.status_code}"
+        return ApiError(
+            message, status=response.status_code, code=error.get("code", ""), details=error.get("details")
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
+        message = f"the trainer API answered HTTP {response.status_code}"
+        return ApiError(message + (f": {text}" if text else ""), status=response.status_code)
+
+
+def _clean(params: dict[str, Any] | None) -> dict[str, Any] | None:
+    if params is None:
+        return None
+    return {k: v for k, v in params.items() if v is not None}

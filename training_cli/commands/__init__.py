@@ -1,0 +1,1 @@
+"""One module per resource; each exposes its click group (or command)."""

@@ -1,0 +1,29 @@
+"""Options shared by the list verbs: `--status`, `--workload`, `--limit`, `--after`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+
+
+def list_options(*, status: bool = True, run: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn = click.option("--after", help="Cursor of the next page (a list's nextCursor).")(fn)
+        fn = click.option("--limit", type=click.IntRange(1, 200), help="Most items to show (1-200).")(fn)
+        fn = click.option("--workload", help="Only this workload.")(fn)
+        if status:
+            fn = click.option("--status", help="Only this status (e.g. RUNNING).")(fn)
+        if run:
+            fn = click.option("--run", "run_id", help="Only snapshots of this run.")(fn)
+        return fn
+
+    return decorate
+
+
+def list_params(**filters: Any) -> dict[str, Any]:
+    names = {"run_id": "run"}
+    params = {names.get(k, k): v for k, v in filters.items() if v is not None}
+    if "status" in params:
+        params["status"] = str(params["status"]).upper()
+    return params

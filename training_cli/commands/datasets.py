@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from training_cli import tables
+from training_cli.commands.common import list_options, list_params
+from training_cli.context import CliContext, pass_cli
+from training_cli.output import emit, emit_list, output_option
+
+
+@click.group("datasets")
+def group() -> None:
+    """Uploaded JSONL datasets (validated on upload, never altered after)."""
+
+
+@group.command("create")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", help="A name to show (default: the file name).")
+@click.option("--workload", help="The workload it belongs to.")
+@output_option
+@pass_cli
+def create(cli: CliContext, file: Path, name: str | None, workload: str | None, fmt: str) -> None:
+    """Upload FILE (JSONL: chat messages, prompt+completion, or prompts for grpo)."""
+    dataset = cli.client.upload("/v1/datasets", file, {"name": name, "workload": workload})
+    emit(dataset, fmt, tables.dataset)
+
+
+@group.command("get")
+@click.argument("dataset_id", metavar="[ID]", required=False)
+@list_options(status=False)
+@output_option
+@pass_cli
+def get(cli: CliContext, dataset_id: str | None, fmt: str, **filters: object) -> None:
+    """List datasets, or show one."""
+    if dataset_id:
+        emit(cli.client.get(f"/v1/datasets/{dataset_id}"), fmt, tables.dataset)
+    else:
+        emit_list(cli.client.get("/v1/datasets", list_params(**filters)), fmt, tables.datasets, "datasets")

@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+import click
+import yaml
+
+from training_cli import tables
+from training_cli.commands.common import list_options, list_params
+from training_cli.context import CliContext, pass_cli
+from training_cli.errors import CliError
+from training_cli.output import emit, emit_list, output_option
+from training_cli.watch import follow_logs, watch_run
+
+# flag -> where it goes in the plan (SPEC 2.3); flags override what -f FILE says.
+PLAN_FLAGS: dict[str, tuple[str, ...]] = {
+    "method": ("method",),
+    "model": ("model",),
+    "dataset": ("dataset",),
+    "validation_dataset": ("validationDataset",),
+    "precision": ("precision",),
+    "gpus": ("execution", "gpus"),
+    "pool": ("execution", "pool"),
+    "max_steps": ("hyperparameters", "maxSteps"),
+    "epochs": ("hyperparameters", "epochs"),
+    "learning_rate": ("hyperparameters", "learningRate"),
+    "batch_size": ("hyperparameters", "batchSize"),
+    "seed": ("hyperparameters", "seed"),
+    "rank": ("adapter", "rank"),
+    "kl_penalty": ("grpo", "klPenalty"),
+    "snapshot_every": ("snapshots", "everySteps"),
+    "workload": ("workload",),
+}
+
+
+@click.group("runs")
+def group() -> None:
+    """Fine-tuning runs: create, inspect, watch, read logs, cancel."""
+
+
+@group.command("create")
+@click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
+@click.option("--method", type=click.Choice(["sft", "grpo"]), help="Training method.")
+@click.option("--model", help="Base-model id (e.g. builtin/tiny-qwen3).")
+@click.option("--dataset", help="Dataset id (ds-...).")
+@click.option("--validation-dataset", help="Validation dataset id.")
+@click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), help="Training precision.")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node to train on.")
+@click.option("--pool", help="Pool to queue in.")
+@click.option("--max-steps", type=click.IntRange(min=1), help="Optimizer steps to train.")
+@click.option("--epochs", type=click.FloatRange(min=0, min_open=True), help="Epochs (instead of --max-steps).")
+@click.option("--learning-rate", type=float, help="Peak learning rate.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Global batch size.")
+@click.option("--seed", type=int, help="Random seed.")
+@click.option("--rank", type=click.IntRange(min=1), help="LoRA rank.")
+@click.option("--kl-penalty", type=click.FloatRange(min=0), help="GRPO KL penalty (0 = none).")
+@click.option("--snapshot-every", type=click.IntRange(min=1), help="Write a snapshot every N steps.")
+@click.option("--workload", help="The quota group it counts against.")
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
+              help="Any other plan field, e.g. --set hyperparameters.warmupSteps=5 (repeatable).")
+@output_option
+@pass_cli
+def create(cli: CliContext, body_file: TextIO | None, sets: tuple[str, ...], fmt: str, **flags: Any) -> None:
+    """Submit a run. The plan is -f FILE with the flags merged over it."""
+    body = build_plan(body_file, flags, sets)
+    run = cli.client.post("/v1/runs", body)
+    emit(run, fmt, tables.run)
+    if fmt == "table":
+        click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
+
+
+def build_plan(body_file: TextIO | None, flags: dict[str, Any], sets: tuple[str, ...] = ()) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if body_file is not None:
+        name = getattr(body_file, "name", "-")
+        try:
+            body = yaml.safe_load(body_file.read()) or {}  # YAML is a superset of JSON
+        except yaml.YAMLError as exc:
+            raise CliError(f"{name} is neither valid YAML nor JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise CliError(f"{name} must hold a mapping (the run's request body)")
+    for name, path in PLAN_FLAGS.items():
+        if flags.get(name) is not None:
+            _put(body, path, flags[name])
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--set takes PATH=VALUE, got {item!r}")
+        _put(body, tuple(key.split(".")), yaml.safe_load(raw))
+    return body
+
+
+def _put(body: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        if not isinstance(body.get(key), dict):
+            body[key] = {}
+        body = body[key]
+    body[path[-1]] = value
+
+
+@group.command("get")
+@click.argument("run_id", metavar="[ID]", required=False)
+@list_options()
+@output_option
+@pass_cli
+def get(cli: CliContext, run_id: str | None, fmt: str, **filters: Any) -> None:
+    """List runs (newest first), or show one."""
+    if run_id:
+        emit(cli.client.get(f"/v1/runs/{run_id}"), fmt, tables.run)
+    else:
+        emit_list(cli.client.get("/v1/runs", list_params(**filters)), fmt, tables.runs, "runs")
+
+
+@group.command("delete")
+@click.argument("run_id", metavar="ID")
+@output_option
+@pass_cli
+def delete(cli: CliContext, run_id: str, fmt: str) -> None:
+    """Cancel a run (its GPUs are released; its snapshots stay)."""
+    run = cli.client.delete(f"/v1/runs/{run_id}")
+    if fmt == "table":
+        click.echo(f"run {run.get('id', run_id)}: {run.get('status')}" + (f" ({run['detail']})" if run.get("detail") else ""))
+    else:
+        emit(run, fmt, tables.run)
+
+
+@group.command("watch")
+@click.argument("run_id", metavar="ID")
+@pass_cli
+def watch(cli: CliContext, run_id: str) -> None:
+    """Live progress until the run ends; exit code 0 if it SUCCEEDED, else 1."""
+    run = watch_run(cli.client, run_id)
+    click.echo(f"run {run_id}: {run.get('status')}" + (f": {run['detail']}" if run.get("detail") else ""))
+    sys.exit(0 if run.get("status") == "SUCCEEDED" else 1)
+
+
+@group.command("logs")
+@click.argument("run_id", metavar="ID")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends.")
+@pass_cli
+def logs(cli: CliContext, run_id: str, follow: bool) -> None:
+    """The run's events: TIME LEVEL MESSAGE."""
+    follow_logs(cli.client, run_id, follow=follow)

@@ -1,0 +1,130 @@
+"""The local stack's state dir, $TRAINING_HOME/stack/: one pid record per service, logs, the admin
+token and where the API listens. Records let `training down` stop exactly what `up` started."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shared.config import training_home
+
+# Stop order: whatever depends on others first, Redis last.
+STOP_ORDER = ("worker", "scheduler", "api", "redis")
+
+
+@dataclass(frozen=True)
+class ServiceRecord:
+    name: str  # "api", "scheduler", "worker-local", "redis"
+    pid: int  # also its process group: every service starts in a session of its own
+    command: list[str]
+    started_at: float
+
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.command)
+
+
+def process_alive(pid: int, command: list[str] | None = None) -> bool:
+    try:
+        # Reap it if it is our own exited child (foreground `up`), so it does not linger as a zombie.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # someone else's process: the pid was reused, not ours
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if command and cmdline.exists():
+        # Guard against pid reuse: the process must still run what we started.
+        try:
+            running = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            return False
+        marker = command[2] if len(command) > 2 and command[1] == "-m" else os.path.basename(command[0])
+        return any(marker.encode() in part for part in running)
+    return True
+
+
+class StackState:
+    def __init__(self, root: Path | None = None):
+        self.root = root or training_home() / "stack"
+        self.pids = self.root / "pids"
+        self.logs = self.root / "logs"
+        self.redis_dir = self.root / "redis"
+
+    def prepare(self) -> None:
+        for folder in (self.root, self.pids, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def log_path(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    # -- pid records --------------------------------------------------------------------------
+    def record(self, name: str, pid: int, command: list[str]) -> ServiceRecord:
+        rec = ServiceRecord(name, pid, command, time.time())
+        self.pids.mkdir(parents=True, exist_ok=True)
+        (self.pids / f"{name}.json").write_text(
+            json.dumps({"name": name, "pid": pid, "command": command, "startedAt": rec.started_at})
+        )
+        return rec
+
+    def records(self) -> list[ServiceRecord]:
+        found = []
+        for path in sorted(self.pids.glob("*.json")) if self.pids.exists() else []:
+            try:
+                raw = json.loads(path.read_text())
+                found.append(ServiceRecord(raw["name"], int(raw["pid"]), list(raw["command"]), raw["startedAt"]))
+            except (OSError, ValueError, KeyError):
+                path.unlink(missing_ok=True)  # unreadable: nothing we can safely stop
+        return sorted(found, key=lambda r: _stop_rank(r.name))
+
+    def forget(self, name: str) -> None:
+        (self.pids / f"{name}.json").unlink(missing_ok=True)
+
+    def forget_dead(self) -> None:
+        for rec in self.records():
+            if not rec.alive():
+                self.forget(rec.name)
+
+    # -- admin token and address --------------------------------------------------------------
+    def admin_token(self) -> str:
+        """Generated once, kept (0600) so a restarted stack accepts the same token."""
+        path = self.root / "admin_token"
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        token = "adm-" + secrets.token_urlsafe(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(token + "\n")
+        return token
+
+    def save_info(self, info: dict[str, Any]) -> None:
+        (self.root / "stack.json").write_text(json.dumps(info, indent=2))
+
+    def info(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / "stack.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+
+def _stop_rank(name: str) -> int:
+    for rank, prefix in enumerate(STOP_ORDER):
+        if name.startswith(prefix):
+            return rank
+    return len(STOP_ORDER)
+
+
+def tail(path: Path, lines: int = 20) -> list[str]:
+    try:
+        return path.read_text(errors="replace").rstrip().splitlines()[-lines:]
+    except OSError:
+        return []

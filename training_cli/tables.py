@@ -1,0 +1,254 @@
+"""One table renderer per resource kind (what `-o table`, the default, prints)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from training_cli.output import duration, fields_table, items_of, list_table, number, text, when
+
+
+def info(data: dict[str, Any]) -> list[Any]:
+    head = fields_table(
+        [
+            ("Version", data.get("version")),
+            ("API", data.get("apiUrl")),
+            ("Methods", data.get("methods")),
+            ("Catalog", f"{data.get('catalogSize', '-')} base model(s)"),
+        ]
+    )
+    rows = []
+    for pool in data.get("pools") or []:
+        for node in pool.get("nodes") or []:
+            rows.append(
+                [pool.get("name"), node.get("name"), node.get("deviceKind"), node.get("gpus"), node.get("freeGpus")]
+            )
+    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free"], rows, title="Pools")]
+
+
+def base_models(page: Any) -> Any:
+    rows = [
+        [
+            m.get("id"),
+            m.get("source") or m.get("builtin") or m.get("path"),
+            m.get("modality"),
+            _params(m.get("parameters") or m.get("parameterCount")),
+            m.get("precisions"),
+            m.get("gpuCounts") or m.get("gpus"),
+        ]
+        for m in items_of(page)
+    ]
+    return list_table(["ID", "Source", "Modality", "Parameters", "Precisions", "GPU counts"], rows)
+
+
+def base_model(model: dict[str, Any]) -> list[Any]:
+    head = fields_table(
+        [
+            ("ID", model.get("id")),
+            ("Source", model.get("source") or model.get("builtin") or model.get("path")),
+            ("Modality", model.get("modality")),
+            ("Parameters", _params(model.get("parameters") or model.get("parameterCount"))),
+            ("Precisions", model.get("precisions")),
+            ("GPU counts", model.get("gpuCounts") or model.get("gpus")),
+            ("LoRA targets", model.get("loraTargetModules")),
+            ("Generation", model.get("generationConfig")),
+        ]
+    )
+    rows = [
+        [r.get("method"), r.get("gpus"), r.get("precision"), _kl(r.get("klPenalty")), r.get("restore") or "none",
+         r.get("engine")]
+        for r in model.get("startableRuns") or []
+    ]
+    runs = list_table(["Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine"], rows,
+                      title="Runs that can be started")
+    return [head, runs]
+
+
+def datasets(page: Any) -> Any:
+    rows = [
+        [d.get("id"), d.get("name"), d.get("format"), d.get("rows"), _bytes(d.get("bytes")), d.get("workload"),
+         when(d.get("createdAt"))]
+        for d in items_of(page)
+    ]
+    return list_table(["ID", "Name", "Format", "Rows", "Size", "Workload", "Created"], rows)
+
+
+def dataset(d: dict[str, Any]) -> Any:
+    return fields_table(
+        [
+            ("ID", d.get("id")), ("Name", d.get("name")), ("Format", d.get("format")), ("Rows", d.get("rows")),
+            ("Size", _bytes(d.get("bytes"))), ("Digest", d.get("digest")), ("Workload", d.get("workload")),
+            ("Created", when(d.get("createdAt"))),
+        ]
+    )
+
+
+def runs(page: Any) -> Any:
+    rows = [
+        [r.get("id"), r.get("status"), (r.get("plan") or {}).get("method"), (r.get("plan") or {}).get("model"),
+         r.get("engine"), progress_text(r), number((r.get("progress") or {}).get("loss")), r.get("pool"),
+         r.get("gpus"), r.get("workload"), when(r.get("createdAt"))]
+        for r in items_of(page)
+    ]
+    return list_table(
+        ["ID", "Status", "Method", "Model", "Engine", "Progress", "Loss", "Pool", "GPUs", "Workload", "Created"], rows
+    )
+
+
+def run(r: dict[str, Any]) -> Any:
+    plan = r.get("plan") or {}
+    progress = r.get("progress") or {}
+    scheduling = r.get("scheduling") or {}
+    pairs = [
+        ("ID", r.get("id")),
+        ("Status", r.get("status")),
+        ("Method", plan.get("method")),
+        ("Engine", r.get("engine")),
+        ("Model", plan.get("model")),
+        ("Dataset", plan.get("dataset")),
+        ("Progress", progress_text(r)),
+        ("Loss", _loss(progress)),
+    ]
+    if progress.get("reward") is not None:
+        pairs.append(("Reward", number(progress.get("reward"))))
+    pairs += [
+        ("Tokens/s", number(progress.get("tokensPerSecond"), 5)),
+        ("ETA", duration(progress.get("etaSeconds")) if r.get("status") == "RUNNING" else "-"),
+        ("Pool", r.get("pool")),
+        ("GPUs", r.get("gpus")),
+        ("Devices", _devices(scheduling)),
+    ]
+    if r.get("status") == "QUEUED":
+        place = f"position {scheduling['position']} in pool {r.get('pool')}" if scheduling.get("position") else ""
+        waiting = waiting_on_text(scheduling.get("waitingOn"))
+        pairs.append(("Waiting on", "; ".join(p for p in (place, waiting) if p) or "GPUs"))
+    pairs += [
+        ("Snapshots", r.get("snapshots")),
+        ("Workload", r.get("workload")),
+        ("Detail", r.get("detail")),
+        ("Created", when(r.get("createdAt"))),
+        ("Finished", when(r.get("finishedAt"))),
+    ]
+    return fields_table(pairs)
+
+
+def snapshots(page: Any) -> Any:
+    rows = [
+        [s.get("id"), s.get("run"), s.get("step"), s.get("layout"), s.get("gpus"), s.get("engine"),
+         _contents(s.get("contents")), s.get("final"), when(s.get("createdAt"))]
+        for s in items_of(page)
+    ]
+    return list_table(["ID", "Run", "Step", "Layout", "GPUs", "Engine", "Contents", "Final", "Created"], rows)
+
+
+def snapshot(s: dict[str, Any]) -> Any:
+    contents = s.get("contents") or {}
+    state = contents.get("trainingState")
+    return fields_table(
+        [
+            ("ID", s.get("id")), ("Run", s.get("run")), ("Step", s.get("step")), ("Final", s.get("final")),
+            ("Model", s.get("model")), ("Method", s.get("method")), ("Engine", s.get("engine")),
+            ("Precision", s.get("precision")), ("Layout", s.get("layout")), ("GPUs", s.get("gpus")),
+            ("Weights", (contents.get("weights") or {}).get("format")),
+            ("Training state", state.get("format") if state else "none (weights only)"),
+            ("Workload", s.get("workload")), ("Created", when(s.get("createdAt"))),
+        ]
+    )
+
+
+def event_line(event: dict[str, Any]) -> Text:
+    level = str(event.get("level") or "info").lower()
+    style = {"warn": "yellow", "error": "red"}.get(level, "")
+    line = Text(f"{when(event.get('time'))} ")
+    line.append(f"{level.upper():<5}", style=style)
+    line.append(f" {event.get('message', '')}")
+    return line
+
+
+# -- pieces --------------------------------------------------------------------------------------
+
+def progress_text(r: dict[str, Any]) -> str:
+    progress = r.get("progress") or {}
+    step, total = progress.get("step"), progress.get("totalSteps")
+    if step is None and total is None:
+        return "-"
+    return f"{step or 0}/{total if total is not None else '?'}"
+
+
+def waiting_on_text(waiting: dict[str, Any] | None) -> str:
+    """SPEC 5: `held by endpoint E (MODEL, idle 42m); queued ahead: run R (4 GPU)`.
+    Falls back to a text the API may send with it."""
+    if not waiting:
+        return ""
+    if waiting.get("text"):
+        return str(waiting["text"])
+    parts = []
+    for label, key in (("held by", "heldBy"), ("queued ahead:", "queuedAhead")):
+        entries = [_claim_entry(e) for e in waiting.get(key) or []]
+        if entries:
+            parts.append(f"{label} " + ", ".join(entries))
+    return "; ".join(parts)
+
+
+def _claim_entry(entry: dict[str, Any]) -> str:
+    kind, ident = entry.get("kind", "claim"), entry.get("id", "?")
+    if kind == "endpoint":
+        idle = entry.get("idleSeconds")
+        inner = entry.get("model", "?") + (f", idle {idle_text(idle)}" if idle is not None else "")
+        return f"endpoint {ident} ({inner})"
+    return f"{kind} {ident} ({entry.get('gpus', '?')} GPU)"
+
+
+def idle_text(seconds: Any) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def _loss(progress: dict[str, Any]) -> str:
+    loss, first = progress.get("loss"), progress.get("firstLoss")
+    if loss is None:
+        return "-"
+    return number(loss) + (f" (from {number(first)})" if first is not None else "")
+
+
+def _devices(scheduling: dict[str, Any]) -> str:
+    devices = scheduling.get("devices")
+    if not devices:
+        return "-"
+    node = scheduling.get("node")
+    return (f"{node}: " if node else "") + text(devices)
+
+
+def _contents(contents: dict[str, Any] | None) -> str:
+    if not contents:
+        return "-"
+    return "weights + training state" if contents.get("trainingState") else "weights"
+
+
+def _kl(value: Any) -> str:
+    if value is None:
+        return "-"
+    return "no" if not value else ("yes" if value is True else text(value))
+
+
+def _params(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return text(value)
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if value >= size:
+            return f"{value / size:.3g}{unit}"
+    return str(value)
+
+
+def _bytes(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return text(value)
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value} B"

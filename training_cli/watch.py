@@ -1,0 +1,106 @@
+"""Following a run: the live progress bar of `runs watch` / `quickstart`, and `runs logs -f`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+
+from shared.states import RunStatus
+from training_cli import tables
+from training_cli.client import ApiClient
+from training_cli.output import console, duration, number
+
+POLL_S = 1.0
+TERMINAL = {str(s) for s in RunStatus.terminal()}
+
+
+def is_terminal(run: dict[str, Any]) -> bool:
+    return str(run.get("status")) in TERMINAL
+
+
+class EventCursor:
+    """Reads a run's events page by page (`?after=N`), remembering where it stopped."""
+
+    def __init__(self, client: ApiClient, run_id: str, after: int = 0):
+        self.client, self.run_id, self.next = client, run_id, after
+
+    def fetch(self) -> list[dict[str, Any]]:
+        page = self.client.get(f"/v1/runs/{self.run_id}/events", {"after": self.next})
+        items = list(page.get("items") or [])
+        self.next = page.get("next", self.next + len(items))
+        return items
+
+
+def watch_run(
+    client: ApiClient, run_id: str, *, show_events: bool = True, sleep: Callable[[float], None] = time.sleep
+) -> dict[str, Any]:
+    """Show a live progress bar (step/total, loss, tokens/s, ETA, status) until the run is terminal,
+    printing its events above the bar; returns the final run."""
+    out = console()
+    events = EventCursor(client, run_id)
+    columns = (
+        SpinnerColumn(finished_text="[green]✓"),
+        TextColumn("[bold]{task.fields[status]:<9}"),
+        BarColumn(bar_width=30),
+        TextColumn("{task.fields[steps]}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[tps]} tok/s"),
+        TextColumn("ETA {task.fields[eta]}"),
+        TextColumn("{task.fields[note]}"),
+    )
+    with Progress(*columns, console=out, transient=False) as bar:
+        task = bar.add_task(run_id, total=None, status="", steps="", loss="-", tps="-", eta="-", note="")
+        while True:
+            run = client.get(f"/v1/runs/{run_id}")
+            if show_events:
+                for event in events.fetch():
+                    bar.console.print(tables.event_line(event))
+            bar.update(task, **_fields(run))
+            if is_terminal(run):
+                return run
+            sleep(POLL_S)
+
+
+def _fields(run: dict[str, Any]) -> dict[str, Any]:
+    progress = run.get("progress") or {}
+    step, total = progress.get("step") or 0, progress.get("totalSteps")
+    status = str(run.get("status"))
+    waiting = tables.waiting_on_text((run.get("scheduling") or {}).get("waitingOn"))
+    note = waiting if status == "QUEUED" and waiting else (run.get("detail") or "" if status in TERMINAL else "")
+    return {
+        "status": status,
+        "total": total,
+        "completed": step,
+        "steps": f"{step}/{total if total is not None else '?'}",
+        "loss": number(progress.get("loss")),
+        "tps": number(progress.get("tokensPerSecond"), 5),
+        "eta": duration(progress.get("etaSeconds")) if status == "RUNNING" else "-",
+        "note": note,
+    }
+
+
+def follow_logs(
+    client: ApiClient, run_id: str, *, follow: bool, sleep: Callable[[float], None] = time.sleep
+) -> dict[str, Any] | None:
+    """Print the run's events `TIME LEVEL MESSAGE`; with follow, keep printing until it is terminal."""
+    out = console()
+    events = EventCursor(client, run_id)
+    while True:
+        # Read the status before the events so no event written just before the end is missed.
+        run = client.get(f"/v1/runs/{run_id}") if follow else None
+        while batch := events.fetch():
+            for event in batch:
+                out.print(tables.event_line(event))
+        if not follow or is_terminal(run):
+            return run
+        sleep(POLL_S)
+
+
+def last_events(client: ApiClient, run_id: str, count: int = 10) -> list[dict[str, Any]]:
+    events = EventCursor(client, run_id)
+    seen: list[dict[str, Any]] = []
+    while batch := events.fetch():
+        seen.extend(batch)
+    return seen[-count:]
