@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Set-up commands for a fresh machine with nothing but Python 3.11+.
+
+    python3 scripts/dev.py quickstart   # install into .venv, bring the local stack up, train a run
+    python3 scripts/dev.py test         # install into .venv, make sure a Redis answers, run every test
+
+Both create `.venv` beside this repo on first use and install the project into it (torch is
+pinned to the CPU build 2.13.0). Standard library only: this runs before anything is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = REPO / ".venv"
+PYTHON = VENV / "bin" / "python"
+STAMP = VENV / ".installed"
+
+
+def _digest() -> str:
+    return hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def ensure_installed() -> None:
+    if not PYTHON.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    if STAMP.exists() and STAMP.read_text() == _digest():
+        return
+    print("installing the trainer and its dependencies into .venv (first time: a few minutes)", flush=True)
+    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    # torch first and pinned, so nothing else can pull a CUDA build in its place.
+    subprocess.run([*pip, "torch==2.13.0"], check=True)
+    subprocess.run([*pip, "-e", f"{REPO}[test,ops]"], check=True)
+    STAMP.write_text(_digest())
+
+
+def run(args: list[str]) -> int:
+    return subprocess.call(args, cwd=REPO)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 1 or argv[0] not in ("quickstart", "test"):
+        print(__doc__)
+        return 2
+    ensure_installed()
+    if argv[0] == "quickstart":
+        return run([str(VENV / "bin" / "training"), "quickstart", *argv[1:]])
+    return run([str(PYTHON), "-m", "tests.run", *argv[1:]])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

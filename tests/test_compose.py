@@ -1,0 +1,54 @@
+"""No Docker engine runs here: check docker-compose.yml by reading it. Every service of the
+project's image must start a real entry point of the project."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def services():
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
+
+
+def test_compose_has_the_services_of_the_local_cluster():
+    names = set(services())
+    assert {"redis", "api", "scheduler", "flower"} <= names
+    assert any(n.startswith("worker") for n in names)
+    redis_cmd = services()["redis"]["command"]
+    assert "--appendonly" in redis_cmd and redis_cmd[redis_cmd.index("--appendonly") + 1] == "yes"
+
+
+def test_every_command_names_a_real_entry_point():
+    checked = 0
+    for name, spec in services().items():
+        command = spec.get("command")
+        if name == "redis":
+            continue
+        assert command, f"service {name} has no command"
+        if command[:2] == ["python", "-m"]:
+            module = importlib.import_module(command[2])
+            assert callable(getattr(module, "main", None)), f"{command[2]} has no main()"
+            assert "if __name__ == \"__main__\":" in Path(module.__file__).read_text()
+        elif command[0] == "celery":
+            target = command[command.index("-A") + 1]
+            assert importlib.util.find_spec(target) is not None, f"{target} does not exist"
+            source = Path(importlib.util.find_spec(target).origin).read_text()
+            assert "app = make_celery(" in source
+        else:
+            raise AssertionError(f"service {name} runs {command[0]}, which is not an entry point of the project")
+        checked += 1
+    assert checked >= 4
+
+
+def test_worker_node_is_declared_in_the_compose_deployment_config():
+    config = yaml.safe_load((REPO / "deploy/deployment.yaml").read_text())
+    nodes = {n["name"] for pool in config["pools"].values() for n in pool["nodes"]}
+    for name, spec in services().items():
+        if name.startswith("worker"):
+            assert spec["command"][spec["command"].index("--node") + 1] in nodes
