@@ -1,0 +1,84 @@
+"""The `training` CLI, as a user types it, against the running services: upload -> run ->
+SUCCEEDED -> snapshot whose adapter loads with peft and generates."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.e2e.test_run_through_services import SAMPLE
+
+TRAINING = shutil.which("training") or str(Path(__import__("sys").executable).parent / "training")
+
+
+def cli(stack, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([TRAINING, *args], env=stack.env, capture_output=True, text=True, timeout=300)
+    if check:
+        assert result.returncode == 0, f"training {' '.join(args)}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def test_cli_upload_train_download_and_generate(stack, tmp_path):
+    dataset = json.loads(cli(stack, "datasets", "create", str(SAMPLE), "--name", "sample", "-o", "json").stdout)
+    assert dataset["rows"] == 256 and dataset["format"] == "chat"
+
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump({"method": "sft", "model": "builtin/tiny-qwen3", "dataset": dataset["id"],
+                                         "hyperparameters": {"maxSteps": 40, "learningRate": 0.003}}))
+    run = yaml.safe_load(cli(stack, "runs", "create", "-f", str(plan_file), "--batch-size", "8", "-o", "yaml").stdout)
+    assert run["plan"]["hyperparameters"]["batchSize"] == 8 and run["plan"]["hyperparameters"]["maxSteps"] == 40
+
+    watched = cli(stack, "runs", "watch", run["id"])
+    assert "SUCCEEDED" in watched.stdout
+
+    table = cli(stack, "runs", "get", run["id"]).stdout
+    assert "SUCCEEDED" in table and "sft-single" in table and "40/40" in table
+
+    logs = cli(stack, "runs", "logs", run["id"]).stdout
+    assert "training started: 40 steps" in logs and "INFO" in logs
+
+    snapshots = json.loads(cli(stack, "snapshots", "get", "--run", run["id"], "-o", "json").stdout)["items"]
+    final = next(s for s in snapshots if s["final"])
+    assert final["step"] == 40 and final["layout"] == 2
+
+    target = tmp_path / "adapter"
+    cli(stack, "snapshots", "download", final["id"], str(target))
+    assert (target / "adapter_model.safetensors").exists()
+
+    import torch
+    from peft import PeftModel
+
+    from shared.models import load_causal_lm, load_tokenizer
+
+    model_dir = stack.artifacts / "models" / "tiny-qwen3"
+    base = load_causal_lm(model_dir, "fp32")
+    tokenizer = load_tokenizer(model_dir)
+    model = PeftModel.from_pretrained(base, str(target))
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Reverse: stone"}],
+                                           tokenize=False, add_generation_prompt=True)
+    inputs = tokenizer(prompt, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=8, do_sample=False)
+    assert out.shape[1] > inputs["input_ids"].shape[1]
+    # The adapter changed the model: its greedy answer differs from the base model's logits.
+    with torch.no_grad():
+        tuned = model(**inputs).logits
+        with model.disable_adapter():
+            plain = model(**inputs).logits
+    assert not torch.allclose(tuned, plain)
+
+
+def test_cli_bad_input_is_a_message_and_exit_1(stack, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"messages": []}\n')
+    result = cli(stack, "datasets", "create", str(bad), check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
+    assert "error: dataset line 1, field messages: must be a non-empty list of {role, content} objects" in result.stderr + result.stdout
+    result = cli(stack, "runs", "get", "run-doesnotexist", check=False)
+    assert result.returncode == 1 and "error: run run-doesnotexist does not exist" in result.stderr + result.stdout
+    result = cli(stack, "runs", "create", "--model", "builtin/tiny-qwen3", "--dataset", "ds-x", "--gpus", "2", check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
