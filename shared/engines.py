@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 # What a run restores: nothing (a fresh adapter), the weights of a snapshot, or its training state.
 RESTORE_NONE = "none"
+RESTORE_WEIGHTS = "weights"
+RESTORE_TRAINING_STATE = "trainingState"
+ALL_RESTORES = (RESTORE_NONE, RESTORE_WEIGHTS, RESTORE_TRAINING_STATE)
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,22 @@ class EngineSpec:
 
 
 ENGINES: tuple[EngineSpec, ...] = (
+    # TRL SFTTrainer + PEFT LoRA in one process (services/trainer_worker/engines/sft.py).
     EngineSpec(
         name="sft-single",
         method="sft",
         gpu_counts=(1,),
         precisions=frozenset({"fp32", "bf16", "fp16"}),
+        restores=ALL_RESTORES,
+    ),
+    # The same, one process per GPU of one node under DDP: gloo between CPU slots, NCCL between
+    # GPUs (engines/distributed.py). The global batch is the plan's whatever the GPU count.
+    EngineSpec(
+        name="sft-ddp",
+        method="sft",
+        gpu_counts=(2, 4, 8),
+        precisions=frozenset({"fp32", "bf16", "fp16"}),
+        restores=ALL_RESTORES,
     ),
 )
 

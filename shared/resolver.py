@@ -1,6 +1,9 @@
 """The plan decides (SPEC 3.1): pick the engine that trains a plan, or refuse it with the
 sentence users see. `startable_runs` lists, from the same declarations, every combination a
 model can start, so `base-models get MODEL` and the resolver never disagree.
+
+It also refuses a plan that would not fit the GPU memory of any node that could take it
+(`training_memory_gib`, below, says how that is estimated).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> Engin
             reasons.precision_unsupported(precision=precision, model=model["id"], supported=model["precisions"]),
             details={"field": "precision"},
         )
+    _refuse_if_it_cannot_fit(plan, model=model, pool=pool)
     kinds = _device_kinds(pool, gpus)
     for spec in ENGINES:
         if gpus not in model["gpuCounts"] or model["modality"] not in spec.modalities:
@@ -82,3 +86,88 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
                         rows.append({"method": spec.method, "gpus": gpus, "precision": precision,
                                      "klPenalty": kl, "restore": restore, "engine": spec.name})
     return rows
+
+
+# --- Will it fit? A plan's memory per GPU, estimated before anything is loaded.
+#
+# Per GPU (every DDP rank holds a whole copy of the model and adapter):
+#   base weights     parameters x bytes of the precision (fp32 4, bf16/fp16 2); frozen, no grads
+#   LoRA adapter     trainable parameters x 16 bytes: the fp32 weight, its fp32 gradient and
+#                    Adam's two fp32 moments (PEFT keeps adapters in fp32 under bf16/fp16 autocast)
+#   activations      with activation checkpointing (how CUDA runs train): each layer's input kept,
+#                    plus one layer recomputed at a time, about 16 hidden-sized tensors:
+#                    microBatch x seq x hidden x activation bytes x (layers + 16); and the logits
+#                    and their gradient in fp32: microBatch x seq x vocab x 4 x 2
+#   runtime          0.5 GiB for the CUDA context, allocator slack and communication buffers
+# Shapes come from the catalog entry when it gives them (hiddenSize, layers, vocabSize), else from
+# the parameter count of a typical decoder (Llama/Qwen-like): parameters ~ 12 x layers x hidden^2
+# with layers ~ hidden / 128, so hidden ~ (parameters x 128 / 12)^(1/3); vocab ~ 32 x hidden.
+# LoRA parameters: rank x layers x the (in + out) widths of each target module, in units of hidden
+# for a Qwen-like layer (FFN 3 x hidden, grouped KV a quarter of hidden):
+#   q_proj 2, k_proj 1.25, v_proj 1.25, o_proj 2, gate_proj 4, up_proj 4, down_proj 4  (all-linear:
+#   18.5), any other module 2. For a 77M Qwen3-style model (hidden 640, 12 layers) at rank 16 this
+#   gives 2.27M parameters; PEFT counts 2.26M.
+# It is a rough estimate meant to refuse what can never fit (an 8B model in fp32 on 16 GiB), not
+# to tune batch sizes; a node without memoryGiB is never refused.
+
+GIB = 1024**3
+BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2}
+LORA_TRAINABLE_BYTES = 4 + 4 + 8  # fp32 weight + fp32 gradient + Adam's two fp32 moments
+LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
+               "gate_proj": 4.0, "up_proj": 4.0, "down_proj": 4.0}
+OTHER_MODULE_WIDTH = 2.0
+RECOMPUTED_LAYER_TENSORS = 16
+RUNTIME_GIB = 0.5
+DEFAULT_SEQ_LENGTH = 512  # the plan schema's default maxSeqLength
+
+
+def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
+    """(hidden, layers, vocab) from the catalog entry, or estimated from its parameter count."""
+    params = float(model["parameters"])
+    hidden = int(model.get("hiddenSize") or max(1, round((params * 128 / 12) ** (1 / 3))))
+    layers = int(model.get("layers") or max(1, round(hidden / 128)))
+    vocab = int(model.get("vocabSize") or 32 * hidden)
+    return hidden, layers, vocab
+
+
+def lora_parameters(adapter: dict[str, Any], *, hidden: int, layers: int) -> int:
+    targets = adapter.get("targetModules") or "all-linear"
+    if targets == "all-linear":
+        targets = list(LORA_WIDTHS)
+    elif isinstance(targets, str):
+        targets = [targets]
+    width = sum(LORA_WIDTHS.get(name, OTHER_MODULE_WIDTH) for name in targets)
+    return int(int(adapter.get("rank") or 8) * layers * width * hidden)
+
+
+def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float | None:
+    """About how many GiB each GPU needs to train `plan` (None when the model's size is unknown)."""
+    if not model.get("parameters"):
+        return None
+    precision = plan["precision"]
+    hidden, layers, vocab = model_shape(model)
+    hp = plan.get("hyperparameters") or {}
+    gpus = int((plan.get("execution") or {}).get("gpus") or 1)
+    micro_batch = max(1, int(hp.get("batchSize") or 8) // (gpus * int(hp.get("gradientAccumulation") or 1)))
+    seq = int(hp.get("maxSeqLength") or DEFAULT_SEQ_LENGTH)
+    weights = float(model["parameters"]) * BYTES_PER_PARAMETER[precision]
+    adapter = lora_parameters(plan.get("adapter") or {}, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
+    activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)
+    logits = micro_batch * seq * vocab * 4 * 2
+    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB
+
+
+def _refuse_if_it_cannot_fit(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> None:
+    gpus = plan["execution"]["gpus"]
+    memories = [n.memory_gib for n in pool.nodes if n.device_count >= gpus]
+    if not memories or any(m is None for m in memories):
+        return  # a node that could take it has unknown memory: it might fit
+    needs = training_memory_gib(plan, model=model)
+    largest = max(float(m) for m in memories)
+    if needs is None or needs <= largest:
+        return
+    raise Unprocessable(
+        reasons.memory_exceeded(model=model["id"], needs_gib=needs, precision=plan["precision"], pool=pool.name,
+                                has_gib=largest, uniform=len(set(memories)) == 1),
+        details={"field": "model", "needsGiB": round(needs, 1), "hasGiB": largest, "precision": plan["precision"]},
+    )

@@ -2,78 +2,18 @@
 
 from __future__ import annotations
 
-import copy
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
 
-from services.trainer_worker.engines.base import TrainingJob, checkpoint_from_snapshot
+from services.trainer_worker.engines.base import checkpoint_from_snapshot
 from services.trainer_worker.engines.sft import load_rows, run_sft
-from shared.artifacts import ArtifactRoot
 from shared.errors import ValidationFailed
 from shared.models import load_causal_lm, load_tokenizer
-from shared.tiny_models import SAMPLE_DATASET, ensure_builtin
-
-PLAN = {
-    "method": "sft",
-    "model": "builtin/tiny-qwen3",
-    "precision": "fp32",
-    "adapter": {"rank": 8, "alpha": 16, "dropout": 0.0, "targetModules": "all-linear"},
-    "hyperparameters": {
-        "learningRate": 0.002, "maxSteps": 30, "epochs": None, "batchSize": 8, "gradientAccumulation": 1,
-        "warmupSteps": 0, "seed": 42, "maxSeqLength": 256,
-    },
-    "snapshots": {"everySteps": 10},
-}
-
-
-@dataclass
-class RecordingReporter:
-    """Test double for the Redis-backed reporter the worker passes in.
-
-    Differs from the real one: it keeps every call in memory instead of writing run metrics,
-    events and snapshot records to Redis, and the user "cancels" when the metrics of step
-    `cancel_after_step` arrive instead of through the API setting a flag at any moment.
-    """
-
-    cancel_after_step: int | None = None
-    total_steps: int | None = None
-    points: list[dict] = field(default_factory=list)
-    events: list[tuple[str, str]] = field(default_factory=list)
-    snapshots: list[dict] = field(default_factory=list)
-
-    def started(self, *, total_steps: int) -> None:
-        self.total_steps = total_steps
-
-    def metrics(self, point: dict) -> None:
-        self.points.append(point)
-
-    def event(self, message: str, level: str = "info") -> None:
-        self.events.append((level, message))
-
-    def snapshot(self, *, step: int, directory: Path, manifest: dict, final: bool) -> None:
-        assert (directory / "snapshot.json").is_file()  # complete when announced
-        self.snapshots.append({"step": step, "directory": directory, "manifest": manifest, "final": final})
-
-    def should_stop(self) -> bool:
-        return self.cancel_after_step is not None and len(self.points) >= self.cancel_after_step
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> Path:
-    return ensure_builtin("tiny-qwen3", ArtifactRoot(tmp_path_factory.mktemp("artifacts")))
-
-
-def make_job(model_dir: Path, work_dir: Path, *, dataset: Path = SAMPLE_DATASET, **hyper) -> TrainingJob:
-    plan = copy.deepcopy(PLAN)
-    plan["hyperparameters"].update(hyper)
-    return TrainingJob("run-test", plan, "sft-single", model_dir, dataset, work_dir, ["cpu:0"])
-
+from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 @pytest.fixture(scope="module")
 def trained(model_dir, tmp_path_factory):
@@ -158,9 +98,8 @@ def test_identical_jobs_give_identical_adapters(model_dir, tmp_path):
 
 
 def test_cancel_stops_at_the_next_step_without_a_final_snapshot(model_dir, tmp_path):
-    reporter = RecordingReporter(cancel_after_step=2)  # seen by the engine at the end of step 3
-    job = make_job(model_dir, tmp_path, maxSteps=30)
-    job.plan["snapshots"]["everySteps"] = 2
+    reporter = RecordingReporter(stop_after_step=2)  # seen by the engine at the end of step 3
+    job = make_job(model_dir, tmp_path, maxSteps=30, every_steps=2)
     result = run_sft(job, reporter)
     assert result.stopped_early and result.final_step == 3
     assert [(s["step"], s["final"]) for s in reporter.snapshots] == [(2, False)]

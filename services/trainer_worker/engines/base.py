@@ -1,7 +1,8 @@
 """What every training engine shares: the job it is given, how it reports, what it returns, and
 the snapshot format it writes (SPEC 2.4, 3.3: layout 2).
 
-Plain Python, no torch: the worker and the API can import this without loading a model.
+Plain Python, no torch: the worker and the API can import this without loading a model. The API
+uses `read_manifest` and `readable_parts` to register imported snapshots and refuse branches.
 
 A layout-2 snapshot directory:
 
@@ -9,6 +10,9 @@ A layout-2 snapshot directory:
     adapter/            adapter_config.json + adapter_model.safetensors (PEFT, loadable as is)
     training_state/     the Hugging Face Trainer checkpoint minus the adapter: optimizer.pt,
                         scheduler.pt, rng_state*.pth, trainer_state.json, training_args.bin, ...
+
+A layout-1 directory (release 0.5) is an HF Trainer checkpoint of a PEFT model saved on one GPU,
+adapter files included, plus a snapshot.json without parts; `read_manifest` describes its parts.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 
 RELEASE = "0.6.0"
 SNAPSHOT_LAYOUT = 2
@@ -43,8 +49,27 @@ class Reporter(Protocol):
     def snapshot(self, *, step: int, directory: Path, manifest: dict, final: bool) -> None:
         """A complete layout-2 snapshot directory now exists at `directory`."""
 
-    def should_stop(self) -> bool:
-        """True once the user cancelled: the engine stops at the next step boundary."""
+    def stop_request(self) -> str | None:
+        """Polled at each step end: None (go on), "cancel" or "pause" (STOP_CANCEL, STOP_PAUSE).
+
+        cancel: stop at this step boundary and write no final snapshot.
+        pause: stop at this step boundary after writing a snapshot with training state (final=False).
+        """
+
+
+# What Reporter.stop_request answers besides None.
+STOP_CANCEL = "cancel"
+STOP_PAUSE = "pause"
+
+# What Restore.what names (the plan's restore.what): RESTORE_WEIGHTS, RESTORE_TRAINING_STATE.
+
+
+@dataclass
+class Restore:
+    """What a run starts from: a snapshot's adapter weights, or its whole training state."""
+
+    what: str  # RESTORE_WEIGHTS | RESTORE_TRAINING_STATE
+    snapshot_dir: Path  # a snapshot directory of layout 1 or 2 (its snapshot.json says which)
 
 
 @dataclass
@@ -56,6 +81,7 @@ class TrainingJob:
     dataset_path: Path  # JSONL: rows of chat "messages", or "prompt" + "completion"
     work_dir: Path  # scratch for HF checkpoints; snapshots go under work_dir/"snapshots"
     devices: list[str]  # e.g. ["cpu:0"] or ["cuda:0"]
+    restore: Restore | None = None  # a branch, or a run resuming itself after pause / a lost worker
 
     @property
     def snapshots_dir(self) -> Path:
@@ -71,6 +97,7 @@ class TrainingResult:
     first_loss: float | None
     last_loss: float | None
     stopped_early: bool
+    paused: bool = False  # stopped on a pause request, after writing a snapshot with training state
 
 
 def per_device_batch_size(*, global_batch: int, devices: int, gradient_accumulation: int) -> int:
@@ -119,22 +146,117 @@ def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: 
     return target, manifest
 
 
+# --- Reading snapshot directories of any layout (SPEC 3.3)
+
+MANIFEST_KEYS = ("layout", "model", "method", "step", "gpus", "precision")
+LAYOUT1_ADAPTER_FILES = ("adapter_model.safetensors", "adapter_model.bin")  # either one, in this preference
+LAYOUT1_STATE_FILES = ("optimizer.pt", "scheduler.pt", "trainer_state.json")
+# The formats this deployment reads. A DeepSpeed-sharded state ("deepspeed-zero3") is not among
+# them: no engine here restores one, with or without DeepSpeed installed.
+READABLE_WEIGHTS_FORMATS = frozenset({"peft-safetensors", "peft-bin"})
+READABLE_TRAINING_STATE_FORMATS = frozenset({"hf-trainer"})
+
+
+def read_manifest(snapshot_dir: Path) -> dict[str, Any]:
+    """The snapshot's manifest, validated. Raises ValidationFailed naming what is wrong.
+
+    A layout-1 manifest lists no parts; they are described here from the files the directory holds
+    (an HF Trainer checkpoint: `weights` in PEFT .safetensors or .bin, `trainingState` hf-trainer),
+    with `path` ".", so every caller reads parts the same way whatever the layout.
+    """
+    from shared.errors import ValidationFailed
+
+    snapshot_dir = Path(snapshot_dir)
+    path = snapshot_dir / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValidationFailed(f"{snapshot_dir} holds no {MANIFEST_FILE}", details={"path": str(path)}) from None
+    except (OSError, ValueError) as exc:
+        raise ValidationFailed(f"{path} is not a JSON manifest: {exc}", details={"path": str(path)}) from None
+    if not isinstance(manifest, dict):
+        raise ValidationFailed(f"{path} is not a JSON object", details={"path": str(path)})
+    missing = [k for k in MANIFEST_KEYS if k not in manifest]
+    if missing:
+        raise ValidationFailed(f"{path} lacks {', '.join(missing)}", details={"path": str(path), "missing": missing})
+    if not isinstance(manifest["layout"], int) or isinstance(manifest["layout"], bool):
+        raise ValidationFailed(f"{path}: layout must be an integer", details={"path": str(path)})
+    if manifest["layout"] == 1:
+        manifest = {**manifest, **_layout1_parts(snapshot_dir)}
+    return manifest
+
+
+def _layout1_parts(snapshot_dir: Path) -> dict[str, Any]:
+    adapter = next((n for n in LAYOUT1_ADAPTER_FILES if (snapshot_dir / n).is_file()), None)
+    weights = None
+    if adapter and (snapshot_dir / "adapter_config.json").is_file():
+        weights = {"format": "peft-safetensors" if adapter.endswith(".safetensors") else "peft-bin",
+                   "path": ".", "file": adapter}
+    state = None
+    if all((snapshot_dir / n).is_file() for n in LAYOUT1_STATE_FILES):
+        state = {"format": "hf-trainer", "path": "."}
+    return {"weights": weights, "trainingState": state}
+
+
+def readable_parts(manifest: dict[str, Any]) -> dict[str, bool]:
+    """Which parts of a snapshot (its manifest from read_manifest) this deployment can read.
+
+    Training state is only of use beside readable weights (an HF checkpoint resumes both).
+    """
+    weights = (manifest.get("weights") or {}).get("format") in READABLE_WEIGHTS_FORMATS
+    state = (manifest.get("trainingState") or {}).get("format") in READABLE_TRAINING_STATE_FORMATS
+    if manifest.get("layout") not in (1, SNAPSHOT_LAYOUT):
+        weights = state = False
+    return {"weights": weights, "trainingState": weights and state}
+
+
+def check_restore(job: TrainingJob) -> dict[str, Any] | None:
+    """The manifest of what `job` restores, once checked that this job can restore it; raises
+    ValueError with the user's sentence otherwise (the API refuses such plans first, SPEC 3.3)."""
+    from shared import reasons
+
+    if job.restore is None:
+        return None
+    manifest = read_manifest(job.restore.snapshot_dir)
+    parts = readable_parts(manifest)
+    if job.restore.what not in (RESTORE_WEIGHTS, RESTORE_TRAINING_STATE):
+        raise ValueError(f"restore.what must be {RESTORE_WEIGHTS} or {RESTORE_TRAINING_STATE}, not {job.restore.what}")
+    if not parts["weights"]:
+        raise ValueError(reasons.WEIGHTS_UNREADABLE)
+    if job.restore.what == RESTORE_TRAINING_STATE:
+        if not parts["trainingState"]:
+            raise ValueError(reasons.TRAINING_STATE_UNREADABLE)
+        if int(manifest["gpus"]) != len(job.devices):
+            raise ValueError(
+                reasons.training_state_gpu_mismatch(saved_gpus=int(manifest["gpus"]), run_gpus=len(job.devices))
+            )
+    return manifest
+
+
+def adapter_dir_of(snapshot_dir: Path, manifest: dict[str, Any] | None = None) -> Path:
+    """The directory holding the snapshot's adapter_config.json and adapter weights (any layout)."""
+    manifest = manifest or read_manifest(snapshot_dir)
+    return Path(snapshot_dir) / (manifest.get("weights") or {}).get("path", ADAPTER_DIR)
+
+
 def checkpoint_from_snapshot(snapshot_dir: Path, target: Path) -> Path:
     """An HF Trainer checkpoint directory (`resume_from_checkpoint`) rebuilt from a snapshot with training state.
 
-    Layout 1 (release 0.5) already is such a checkpoint. Layout 2 keeps the adapter apart, so its
-    files are copied back beside the training state into `target`.
+    Layout 1 (release 0.5) already is such a checkpoint and is returned as it is (the Trainer only
+    reads it). Layout 2 keeps the adapter apart, so its files are copied back beside the training
+    state into `target`.
     """
-    manifest = json.loads((snapshot_dir / MANIFEST_FILE).read_text())
-    if manifest.get("layout") == 1:
+    snapshot_dir = Path(snapshot_dir)
+    manifest = read_manifest(snapshot_dir)
+    if not readable_parts(manifest)["trainingState"]:
+        raise ValueError(f"snapshot {snapshot_dir} holds no training state this deployment reads")
+    if manifest["layout"] == 1:
         return snapshot_dir
-    state = manifest.get("trainingState") or {}
-    if state.get("format") != "hf-trainer":
-        raise ValueError(f"snapshot {snapshot_dir} holds no hf-trainer training state")
+    state = manifest["trainingState"]
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(snapshot_dir / state.get("path", TRAINING_STATE_DIR), target)
-    weights = snapshot_dir / (manifest.get("weights") or {}).get("path", ADAPTER_DIR)
+    weights = adapter_dir_of(snapshot_dir, manifest)
     for name in ADAPTER_FILES:
         shutil.copy2(weights / name, target / name)
     return target

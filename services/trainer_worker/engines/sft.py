@@ -1,28 +1,45 @@
 """The single-device SFT engine ("sft-single"): TRL's SFTTrainer over a PEFT LoRA adapter.
 
-The Hugging Face Trainer does the training; two callbacks connect it to the trainer platform:
-`ReporterCallback` sends metrics, honours cancellation and turns every HF checkpoint into a
-layout-2 snapshot (base.publish_checkpoint_as_snapshot). Checkpoints are saved every
-`snapshots.everySteps` steps and always at the last step, except when the user cancelled.
+The Hugging Face Trainer does the training; one callback connects it to the trainer platform:
+`ReporterCallback` sends metrics, honours cancel and pause requests and turns every HF checkpoint
+into a layout-2 snapshot (base.publish_checkpoint_as_snapshot). Checkpoints are saved every
+`snapshots.everySteps` steps, always at the last step (not when the user cancelled), and at the
+step where the user paused.
 
-On CUDA the worker exposes the granted GPU to this process (CUDA_VISIBLE_DEVICES), so the
-engine sees it as the current device.
+A job may restore (job.restore): its snapshot's adapter weights with a fresh optimizer, or its
+whole training state through the Trainer's `resume_from_checkpoint`, which continues exactly
+(optimizer, LR schedule, RNG, data position, step). The same function runs inside every rank of a
+multi-device run (engines.distributed): there the stop decision is rank 0's, broadcast to all
+ranks, and only rank 0 publishes snapshots.
+
+On CUDA the worker exposes the granted GPUs to this process (CUDA_VISIBLE_DEVICES), so the
+engine sees them as cuda:0..N-1 (cuda:LOCAL_RANK in a rank).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from services.trainer_worker.engines.base import (
+    RESTORE_TRAINING_STATE,
+    STOP_CANCEL,
+    STOP_PAUSE,
     Reporter,
     TrainingJob,
     TrainingResult,
+    adapter_dir_of,
+    check_restore,
+    checkpoint_from_snapshot,
     per_device_batch_size,
     publish_checkpoint_as_snapshot,
 )
+from shared import reasons
 from shared.errors import ValidationFailed
 from shared.models import load_causal_lm, load_tokenizer
 
@@ -54,6 +71,37 @@ def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+# A stop request as one integer, so that rank 0 can broadcast it to the other ranks.
+_STOP_CODES = (None, STOP_CANCEL, STOP_PAUSE)
+
+
+def _distributed() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def _agree_on_stop(request: str | None) -> str | None:
+    """Every rank must stop at the same step, or the others hang in the next collective:
+    rank 0's answer is broadcast to all (on one GPU, the answer is the reporter's)."""
+    if not _distributed():
+        return request
+    import torch
+    import torch.distributed as dist
+
+    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
+    code = torch.tensor([_STOP_CODES.index(request)], dtype=torch.int64, device=device)
+    dist.broadcast(code, src=0)
+    return _STOP_CODES[int(code.item())]
+
+
+def _barrier() -> None:
+    if _distributed():
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
 class ReporterCallback:
     """Connects the HF Trainer's events to a Reporter. Built lazily on a TrainerCallback (see _callback)."""
 
@@ -62,6 +110,7 @@ class ReporterCallback:
         self.reporter = reporter
         self.losses: list[float] = []
         self.stopped_early = False
+        self.paused = False
         self._last_time = 0.0
         self._last_tokens = 0
 
@@ -71,9 +120,20 @@ class ReporterCallback:
         self.reporter.started(total_steps=state.max_steps)
 
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step < state.max_steps and self.reporter.should_stop():
-            self.stopped_early = True
-            control.should_training_stop = True
+        if state.global_step >= state.max_steps:
+            return
+        request = _agree_on_stop(self.reporter.stop_request() if state.is_world_process_zero else None)
+        if request is None:
+            return
+        self.stopped_early = True
+        control.should_training_stop = True
+        if request == STOP_PAUSE:
+            # The Trainer saves right after this callback (optimizer, scheduler, RNG of every rank,
+            # data position): on_save publishes it as the snapshot the run resumes from.
+            self.paused = True
+            control.should_save = True
+            self.reporter.event(f"pausing at step {state.global_step}: writing a snapshot with training state")
+        else:
             self.reporter.event(f"stopping at step {state.global_step}: the run was cancelled")
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -95,8 +155,13 @@ class ReporterCallback:
         self.reporter.metrics(point)
 
     def on_save(self, args, state, control, **kwargs):
-        # The Trainer saves every save_steps and at max_steps, not when a callback stops it early:
-        # a cancelled run keeps its periodic snapshots and writes no final one.
+        # The Trainer saves every save_steps, at max_steps and when on_step_end asked for a pause,
+        # not when a callback cancelled: a cancelled run keeps its periodic snapshots and writes no
+        # final one. Every rank writes its own rng_state_R.pth into the checkpoint with no barrier
+        # after it, so all ranks meet here before rank 0 moves the checkpoint into a snapshot.
+        _barrier()
+        if not state.is_world_process_zero:
+            return
         step = state.global_step
         final = step >= state.max_steps
         checkpoint = Path(args.output_dir) / f"checkpoint-{step}"
@@ -128,6 +193,63 @@ def _lora_config(plan: dict):
         target_modules=adapter.get("targetModules") or "all-linear",
         task_type="CAUSAL_LM",
     )
+
+
+def adapter_differences(plan: dict, inherited: dict) -> list[str]:
+    """How the plan's adapter settings differ from an inherited adapter_config.json, one phrase each.
+
+    targetModules "all-linear" (or unset) is compared by nothing: PEFT stores the module names it
+    expanded to, which the plan cannot name in advance.
+    """
+    adapter = plan.get("adapter") or {}
+    differences = []
+    for field, key, cast in (("rank", "r", int), ("alpha", "lora_alpha", float), ("dropout", "lora_dropout", float)):
+        if adapter.get(field) is not None and cast(adapter[field]) != cast(inherited.get(key)):
+            differences.append(f"{field} {adapter[field]} planned, {inherited.get(key)} inherited")
+    wanted = adapter.get("targetModules")
+    if wanted and wanted != "all-linear":
+        wanted_set = {wanted} if isinstance(wanted, str) else set(wanted)
+        have = inherited.get("target_modules")
+        have_set = {have} if isinstance(have, str) else set(have or ())
+        if wanted_set != have_set:
+            differences.append(
+                f"targetModules {', '.join(sorted(wanted_set))} planned, {', '.join(sorted(have_set))} inherited"
+            )
+    return differences
+
+
+@dataclass
+class RestorePlan:
+    """What a job restores, worked out before any model is loaded."""
+
+    adapter_dir: Path  # from which the PEFT model is built (its own adapter_config.json)
+    checkpoint: Path | None  # for resume_from_checkpoint; None for a weights restore
+    manifest: dict
+
+
+def plan_restore(job: TrainingJob) -> RestorePlan | None:
+    """Check the job's restore against its snapshot and say what to load; raises ValueError if it cannot."""
+    manifest = check_restore(job)
+    if manifest is None:
+        return None
+    checkpoint = None
+    if job.restore.what == RESTORE_TRAINING_STATE:
+        # One copy per rank: the ranks of a multi-device run rebuild it side by side.
+        scratch = job.work_dir / "restore" / f"rank-{os.environ.get('RANK', '0')}"
+        checkpoint = checkpoint_from_snapshot(job.restore.snapshot_dir, scratch / f"checkpoint-{manifest['step']}")
+    return RestorePlan(adapter_dir=adapter_dir_of(job.restore.snapshot_dir, manifest), checkpoint=checkpoint,
+                       manifest=manifest)
+
+
+def _inherited_model(model, restored: RestorePlan, plan: dict, reporter: Reporter):
+    """The base model with the snapshot's adapter, trainable, under the adapter's own LoRA config."""
+    from peft import PeftModel
+
+    inherited = json.loads((restored.adapter_dir / "adapter_config.json").read_text())
+    differences = adapter_differences(plan, inherited)
+    if differences:
+        reporter.event(reasons.inherited_adapter_config_used("; ".join(differences)), level="warn")
+    return PeftModel.from_pretrained(model, str(restored.adapter_dir), is_trainable=True)
 
 
 def sft_config(job: TrainingJob):
@@ -163,7 +285,17 @@ def sft_config(job: TrainingJob):
         disable_tqdm=True,
         dataloader_num_workers=0,
         packing=False,
+        # Several devices (engines.distributed starts one process each): gloo between CPU slots,
+        # NCCL between GPUs. Every LoRA parameter takes part in each step.
+        ddp_backend=("gloo" if on_cpu else "nccl") if len(job.devices) > 1 else None,
+        ddp_find_unused_parameters=False if len(job.devices) > 1 else None,
     )
+
+
+def _device(job: TrainingJob) -> str:
+    if job.devices[0].startswith("cpu"):
+        return "cpu"
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
 
 
 def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
@@ -187,10 +319,12 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
             f"gradientAccumulation {accumulation}; the global batch is rounded down",
             level="warn",
         )
+    restored = plan_restore(job)
     args = sft_config(job)
-    device = "cpu" if job.devices[0].startswith("cpu") else "cuda"
     tokenizer = load_tokenizer(job.model_dir)
-    model = load_causal_lm(job.model_dir, plan.get("precision", "fp32"), device=device)
+    model = load_causal_lm(job.model_dir, plan.get("precision", "fp32"), device=_device(job))
+    if restored is not None:
+        model = _inherited_model(model, restored, plan, reporter)
     dataset = Dataset.from_list(load_rows(job.dataset_path))
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
     callback = _callback(job, reporter)
@@ -199,19 +333,32 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=_lora_config(plan),
+        peft_config=_lora_config(plan) if restored is None else None,
         callbacks=[callback],
     )
     trainer.remove_callback(PrinterCallback)  # it prints every log line to stdout
     reporter.event(
         f"training {plan.get('model')} on {len(dataset)} rows on {', '.join(job.devices)}, "
         f"{args.per_device_train_batch_size} row(s) per device per micro-batch"
+        + _restore_phrase(job, restored)
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(restored.checkpoint) if restored and restored.checkpoint else None)
+    if restored is not None and restored.checkpoint is not None and job.work_dir in restored.checkpoint.parents:
+        shutil.rmtree(restored.checkpoint, ignore_errors=True)  # a rebuilt copy; the snapshot stays
     losses = callback.losses
     return TrainingResult(
         final_step=trainer.state.global_step,
         first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None,
         stopped_early=callback.stopped_early,
+        paused=callback.paused,
     )
+
+
+def _restore_phrase(job: TrainingJob, restored: RestorePlan | None) -> str:
+    if restored is None:
+        return ""
+    step = restored.manifest["step"]
+    if restored.checkpoint is not None:
+        return f", continuing the training state of step {step} (layout {restored.manifest['layout']})"
+    return f", over the adapter of step {step} (layout {restored.manifest['layout']}) with a fresh optimizer"
