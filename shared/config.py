@@ -5,11 +5,12 @@
     catalog: [{id, builtin?, path?, parameters?, precisions?, ...}]
     tokens:  [{token, name, workloads: [...], admin: bool}]
     limits:  {maxUploadBytes}
+    scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
 
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
-TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN.
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from shared.errors import ValidationFailed
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
 
 
@@ -74,6 +76,8 @@ class DeploymentConfig:
     catalog: tuple[dict[str, Any], ...]
     tokens: tuple[Token, ...]
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
+    worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -160,7 +164,21 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         catalog=tuple(raw.get("catalog") or EMBEDDED_DEFAULT["catalog"]),
         tokens=tuple(tokens),
         max_upload_bytes=int((raw.get("limits") or {}).get("maxUploadBytes", DEFAULT_MAX_UPLOAD_BYTES)),
+        worker_lost_after_s=_worker_lost_after_s(raw, env),
     )
+
+
+def _worker_lost_after_s(raw: dict[str, Any], env: dict[str, str]) -> float:
+    value = env.get("TRAINING_WORKER_LOST_AFTER_S")
+    if value is None:
+        value = (raw.get("scheduling") or {}).get("workerLostAfterS", DEFAULT_WORKER_LOST_AFTER_S)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if seconds <= 0:
+        _fail("scheduling.workerLostAfterS", "must be a number of seconds above 0")
+    return seconds
 
 
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> DeploymentConfig:

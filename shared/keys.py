@@ -52,7 +52,16 @@ class Keys:
     def scheduler_wakeup(self) -> str:
         return f"{self.prefix}scheduler:wakeup"
 
+    def dispatching(self, claim_id: str) -> str:
+        """String with a TTL: one scheduler is dispatching this granted claim."""
+        return f"{self.prefix}dispatching:{claim_id}"
+
     # --- workers
+    def node_alive(self, node: str) -> str:
+        """Set (with a short TTL) by the node's worker while it runs: the scheduler grants only
+        devices of nodes whose worker is alive."""
+        return f"{self.prefix}node:{node}:alive"
+
     def lease(self, resource_id: str) -> str:
         return f"{self.prefix}lease:{resource_id}"
 

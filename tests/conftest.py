@@ -77,3 +77,11 @@ def config(redis_url, key_prefix, shared_artifacts):
 @pytest.fixture
 def keys(key_prefix):
     return Keys(key_prefix)
+
+
+def mark_nodes_alive(client: redis.Redis, keys: Keys, config) -> None:
+    """What each node's worker does while it runs (services/trainer_worker/heartbeat.py), for
+    tests that grant without starting workers: the heartbeat keys, without a TTL."""
+    for pool in config.pools.values():
+        for node in pool.nodes:
+            client.set(keys.node_alive(node.name), "test")

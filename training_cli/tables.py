@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.text import Text
 
+from shared import reasons
+
 from training_cli.output import duration, fields_table, items_of, list_table, number, text, when
 
 
@@ -120,9 +122,9 @@ def run(r: dict[str, Any]) -> Any:
         ("Devices", _devices(scheduling)),
     ]
     if r.get("status") == "QUEUED":
-        place = f"position {scheduling['position']} in pool {r.get('pool')}" if scheduling.get("position") else ""
-        waiting = waiting_on_text(scheduling.get("waitingOn"))
-        pairs.append(("Waiting on", "; ".join(p for p in (place, waiting) if p) or "GPUs"))
+        if scheduling.get("position"):
+            pairs.append(("Position", f"{scheduling['position']} in pool {r.get('pool')} ({scheduling.get('reason')})"))
+        pairs.append(("Waiting on", waiting_text(scheduling) or "-"))
     pairs += [
         ("Snapshots", r.get("snapshots")),
         ("Workload", r.get("workload")),
@@ -152,9 +154,18 @@ def snapshot(s: dict[str, Any]) -> Any:
             ("Precision", s.get("precision")), ("Layout", s.get("layout")), ("GPUs", s.get("gpus")),
             ("Weights", (contents.get("weights") or {}).get("format")),
             ("Training state", state.get("format") if state else "none (weights only)"),
+            ("Readable here", _readable(s.get("readable"))),
+            ("Imported from", s.get("source") if s.get("imported") else None),
             ("Workload", s.get("workload")), ("Created", when(s.get("createdAt"))),
         ]
     )
+
+
+def _readable(readable: dict[str, Any] | None) -> str:
+    if not readable:
+        return "-"
+    return ", ".join(f"{part} {'yes' if readable.get(key) else 'no'}"
+                     for part, key in (("weights", "weights"), ("training state", "trainingState")))
 
 
 def event_line(event: dict[str, Any]) -> Text:
@@ -176,37 +187,17 @@ def progress_text(r: dict[str, Any]) -> str:
     return f"{step or 0}/{total if total is not None else '?'}"
 
 
-def waiting_on_text(waiting: dict[str, Any] | None) -> str:
-    """SPEC 5: `held by endpoint E (MODEL, idle 42m); queued ahead: run R (4 GPU)`.
-    Falls back to a text the API may send with it."""
-    if not waiting:
-        return ""
-    if waiting.get("text"):
-        return str(waiting["text"])
-    parts = []
-    for label, key in (("held by", "heldBy"), ("queued ahead:", "queuedAhead")):
-        entries = [_claim_entry(e) for e in waiting.get(key) or []]
-        if entries:
-            parts.append(f"{label} " + ", ".join(entries))
-    return "; ".join(parts)
+def waiting_text(scheduling: dict[str, Any] | None) -> str:
+    """SPEC 5: `held by endpoint E (MODEL, idle 42m); queued ahead: run R (4 GPU)`, as the API
+    sends it (`waitingText`), else formatted here by the same shared formatter."""
+    scheduling = scheduling or {}
+    if scheduling.get("waitingText") is not None:
+        return str(scheduling["waitingText"])
+    return reasons.waiting_text(scheduling)
 
 
-def _claim_entry(entry: dict[str, Any]) -> str:
-    kind, ident = entry.get("kind", "claim"), entry.get("id", "?")
-    if kind == "endpoint":
-        idle = entry.get("idleSeconds")
-        inner = entry.get("model", "?") + (f", idle {idle_text(idle)}" if idle is not None else "")
-        return f"endpoint {ident} ({inner})"
-    return f"{kind} {ident} ({entry.get('gpus', '?')} GPU)"
-
-
-def idle_text(seconds: Any) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+waiting_on_text = reasons.waiting_on
+idle_text = reasons.idle_text
 
 
 def _loss(progress: dict[str, Any]) -> str:
@@ -252,3 +243,39 @@ def _bytes(value: Any) -> str:
         if value >= size:
             return f"{value / size:.1f} {unit}"
     return f"{value} B"
+
+
+# -- pools ---------------------------------------------------------------------------------------
+
+def pools(page: Any) -> Any:
+    rows = [
+        [p.get("name"), len(p.get("nodes") or []), p.get("gpus"), p.get("freeGpus"), p.get("heldGpus"),
+         p.get("waiting"), _quotas(p.get("quotas"))]
+        for p in items_of(page)
+    ]
+    return list_table(["Pool", "Nodes", "GPUs", "Free", "Held", "Waiting", "Quotas (held/quota)"], rows)
+
+
+def pool(p: dict[str, Any]) -> list[Any]:
+    head = fields_table([("Pool", p.get("name")), ("GPUs", p.get("gpus")), ("Free", p.get("freeGpus")),
+                         ("Held", p.get("heldGpus")), ("Waiting", p.get("waiting")),
+                         ("Quotas (held/quota)", _quotas(p.get("quotas")))])
+    nodes = list_table(
+        ["Node", "Devices", "GPUs", "Free", "Free devices"],
+        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices")]
+         for n in p.get("nodes") or []], title="Nodes")
+    holders = list_table(
+        ["Kind", "ID", "GPUs", "Node", "Devices", "Workload", "Model", "Idle"],
+        [[h.get("kind"), h.get("id") or "(hidden)", h.get("gpus"), h.get("node"), h.get("devices"),
+          h.get("workload") or "-", h.get("model") or "-",
+          reasons.idle_text(h["idleSeconds"]) if h.get("idleSeconds") is not None else "-"]
+         for h in p.get("holders") or []], title="Held by")
+    queue = list_table(
+        ["#", "Kind", "ID", "GPUs", "Workload", "Reason"],
+        [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("workload") or "-",
+          q.get("reason")] for q in p.get("queue") or []], title="Queue")
+    return [head, nodes, holders, queue]
+
+
+def _quotas(quotas: list[dict[str, Any]] | None) -> str:
+    return ", ".join(f"{q['workload']} {q['held']}/{q['gpus']}" for q in quotas or []) or "-"

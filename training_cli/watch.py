@@ -67,7 +67,7 @@ def _fields(run: dict[str, Any]) -> dict[str, Any]:
     progress = run.get("progress") or {}
     step, total = progress.get("step") or 0, progress.get("totalSteps")
     status = str(run.get("status"))
-    waiting = tables.waiting_on_text((run.get("scheduling") or {}).get("waitingOn"))
+    waiting = tables.waiting_text(run.get("scheduling"))
     note = waiting if status == "QUEUED" and waiting else (run.get("detail") or "" if status in TERMINAL else "")
     return {
         "status": status,

@@ -8,7 +8,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from services.api.auth import authenticate
 from services.api.context import Context
 from services.api.openapi import build_spec, docs_page
-from services.api.views import base_models, datasets, info, runs, snapshots
+from services.api.views import base_models, datasets, info, pools, runs, snapshots
 from shared import logs
 from shared.config import DeploymentConfig, load_config
 from shared.errors import TooLarge, TrainerError
@@ -24,13 +24,21 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
     app.extensions["trainer"] = Context.build(config)
     log = logs.get("api")
 
-    for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp):
+    for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp, pools.bp):
         app.register_blueprint(blueprint)
 
     @app.before_request
     def _authenticate():
         if request.path not in OPEN_PATHS:
             g.principal = authenticate(config)
+
+    @app.after_request
+    def _log_request(response):
+        ids = {k: v for k, v in (request.view_args or {}).items() if k.endswith("_id")}
+        if request.path != "/v1/health":
+            log.info("request", method=request.method, path=request.path, status=response.status_code,
+                     principal=getattr(g.get("principal"), "name", None), **ids)
+        return response
 
     @app.get("/v1/openapi.json")
     def openapi():

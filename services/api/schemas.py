@@ -47,12 +47,36 @@ class ProgressSchema(Schema):
     etaSeconds = fields.Float(allow_none=True)
 
 
+class WaitEntrySchema(Schema):
+    kind = fields.String(metadata={"description": "run, evaluation or endpoint"})
+    id = fields.String(allow_none=True, metadata={"description": "the resource id; null for a workload this token may not see"})
+    gpus = fields.Integer()
+    model = fields.String(allow_none=True, metadata={"description": "endpoints: the base model"})
+    idleSeconds = fields.Integer(allow_none=True, metadata={"description": "endpoints holding GPUs: seconds since their last request (else since ready, else since granted)"})
+
+
+class WaitingOnSchema(Schema):
+    heldBy = fields.List(fields.Nested(WaitEntrySchema), metadata={"description": "the claims holding GPUs of the pool"})
+    queuedAhead = fields.List(fields.Nested(WaitEntrySchema), metadata={"description": "the waiting claims ahead of it, in order"})
+
+
+class QuotaWaitSchema(Schema):
+    workload = fields.String()
+    gpus = fields.Integer(metadata={"description": "the quota: the most GPUs the workload may hold in the pool"})
+    held = fields.Integer(metadata={"description": "GPUs the workload holds there now"})
+    pool = fields.String()
+
+
 class SchedulingSchema(Schema):
     claim = fields.String()
     pool = fields.String()
     node = fields.String(allow_none=True)
     devices = fields.List(fields.String())
-    position = fields.Integer(allow_none=True, metadata={"description": "1-based place in the pool queue while QUEUED"})
+    position = fields.Integer(allow_none=True, metadata={"description": "1-based place in the pool queue while QUEUED (derived at read time)"})
+    reason = fields.String(allow_none=True, metadata={"description": "while QUEUED: waiting_for_gpus, queued_behind, quota, fits_now or exceeds_pool (shared/wait_reasons.py)"})
+    quota = fields.Nested(QuotaWaitSchema, allow_none=True, metadata={"description": "the quota it waits on (reason quota)"})
+    waitingOn = fields.Nested(WaitingOnSchema, metadata={"description": "while QUEUED: what holds the pool and what is queued ahead"})
+    waitingText = fields.String(metadata={"description": "the same as one line (SPEC 5)"})
 
 
 class RunSchema(ResourceSchema):
@@ -141,6 +165,43 @@ class InfoSchema(Schema):
     pools = fields.List(fields.Nested(PoolSummarySchema))
     methods = fields.List(fields.String())
     catalogSize = fields.Integer()
+
+
+class PoolNodeSchema(NodeSchema):
+    heldGpus = fields.Integer()
+    devices = fields.List(fields.String())
+    freeDevices = fields.List(fields.String())
+
+
+class PoolQuotaSchema(Schema):
+    workload = fields.String()
+    gpus = fields.Integer(metadata={"description": "the most GPUs its claims may hold at once"})
+    held = fields.Integer(metadata={"description": "GPUs its claims hold now"})
+
+
+class HolderSchema(WaitEntrySchema):
+    workload = fields.String(allow_none=True, metadata={"description": "null for a workload this token may not see"})
+    node = fields.String()
+    devices = fields.List(fields.String())
+
+
+class QueueEntrySchema(WaitEntrySchema):
+    position = fields.Integer(metadata={"description": "1-based place in the pool queue"})
+    workload = fields.String(allow_none=True)
+    reason = fields.String(metadata={"description": "why it waits (shared/wait_reasons.py)"})
+    quota = fields.Nested(QuotaWaitSchema, allow_none=True)
+
+
+class PoolSchema(Schema):
+    name = fields.String()
+    gpus = fields.Integer()
+    freeGpus = fields.Integer()
+    heldGpus = fields.Integer()
+    waiting = fields.Integer(metadata={"description": "claims waiting in its queue"})
+    nodes = fields.List(fields.Nested(PoolNodeSchema))
+    quotas = fields.List(fields.Nested(PoolQuotaSchema))
+    holders = fields.List(fields.Nested(HolderSchema), metadata={"description": "GET /v1/pools/NAME only"})
+    queue = fields.List(fields.Nested(QueueEntrySchema), metadata={"description": "GET /v1/pools/NAME only: waiting claims in order"})
 
 
 def page_schema(item: type[Schema]) -> type[Schema]:

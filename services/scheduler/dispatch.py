@@ -1,9 +1,11 @@
 """What the scheduler writes after a grant pass: it hands granted work to the node holding the
-devices, gives back devices whose work has ended, and keeps queue positions on waiting runs fresh.
+devices and gives back devices whose work has ended. (Queue positions are not written: they are
+derived at read time, services/scheduler/waiting.py.)
 
 Dispatch is idempotent. If the scheduler dies between a grant and its dispatch, the next pass
-finds the GRANTED claim without `dispatchedAt` and dispatches it again; the worker's lease makes
-sure a task delivered twice never trains in two places.
+finds the GRANTED claim without `dispatchedAt` and dispatches it again, unless the task it sent
+before dying still waits in the node's queue (its task id is the claim id); the worker's lease
+makes sure a task delivered twice never trains in two places.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from shared import reasons
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
@@ -25,12 +28,13 @@ from services.scheduler.queue import ClaimQueue
 # kinds (evaluations, endpoints) have no state machine in shared/ yet, so this names their likely
 # end states until they do.
 _RUN_DONE = frozenset(RunStatus.terminal() | {RunStatus.PAUSED})
+# Two schedulers never dispatch one claim at once: the first takes this lock. One that dies
+# holding it delays a re-dispatch by this long, and the re-dispatch checks the broker queue first.
+DISPATCH_LOCK_S = 10
 _OTHER_DONE = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "STOPPED"})
 
 
-def granted_sentence(*, gpus: int, node: str, devices: list[str]) -> str:
-    """The event a resource gets when its claim is granted. (Belongs in shared/reasons.py.)"""
-    return f"granted {gpus} GPU(s) on node {node} ({', '.join(devices)})"
+granted_sentence = reasons.granted  # kept for callers of the old name
 
 
 def needs_no_devices(kind: str, doc: dict[str, Any] | None) -> bool:
@@ -75,6 +79,8 @@ def _start_run(store: Store, claim: dict[str, Any]) -> str:
 def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: dict[str, Any], log: Any) -> bool:
     """Hand one granted claim's work to its node. Returns False when the claim was released instead."""
     log = _bound(log, claim)
+    if not store.redis.set(store.keys.dispatching(claim["id"]), "1", nx=True, ex=DISPATCH_LOCK_S):
+        return False  # another scheduler is dispatching it right now
     if (queue.current(claim["resource"]) or {}).get("id") != claim["id"]:
         outcome = "gone"  # the resource was cancelled or re-queued under another claim
     elif claim["kind"] == "run":
@@ -86,14 +92,23 @@ def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: d
         log.info("claim released: its resource no longer waits for it")
         return False
     if outcome == "started":
-        sentence = granted_sentence(gpus=claim["gpus"], node=claim["node"], devices=claim["devices"])
+        sentence = reasons.granted(gpus=claim["gpus"], node=claim["node"], devices=claim["devices"])
         store.add_event(claim["resource"], sentence)
-    celery_app.send_task(
-        EXECUTE_TASK, args=[claim["kind"], claim["resource"], claim["id"]], queue=node_queue(claim["node"])
-    )
+    if outcome == "started" or not _still_queued(store, claim):
+        celery_app.send_task(
+            EXECUTE_TASK, args=[claim["kind"], claim["resource"], claim["id"]],
+            queue=node_queue(claim["node"]), task_id=claim["id"],
+        )
     queue.mark_dispatched(claim["id"])
     log.info("dispatched", node=claim["node"], devices=claim["devices"], resent=outcome == "resend")
     return True
+
+
+def _still_queued(store: Store, claim: dict[str, Any]) -> bool:
+    """True when a task for this claim already waits in its node's broker queue (sent by a
+    scheduler that stopped before stamping `dispatchedAt`)."""
+    key = store.keys.celery_prefix() + node_queue(claim["node"])
+    return any(claim["id"] in message for message in store.redis.lrange(key, 0, -1))
 
 
 def dispatch_granted(
@@ -119,40 +134,10 @@ def sweep(*, queue: ClaimQueue, store: Store, config: DeploymentConfig, log: Any
     log = log or structlog.get_logger()
     released = []
     for pool in config.pools:
-        for claim in queue.held(pool) + queue.waiting(pool):
-            if needs_no_devices(claim["kind"], store.get(claim["resource"])):
+        claims = queue.held(pool) + queue.waiting(pool)
+        docs = store.redis.mget([store.keys.resource(c["resource"]) for c in claims]) if claims else []
+        for claim, raw in zip(claims, docs):
+            if needs_no_devices(claim["kind"], json.loads(raw) if raw else None):
                 released.append(queue.release(claim["id"]))
                 _bound(log, claim).info("claim released: its resource has ended", state=claim["state"])
     return released
-
-
-def refresh_positions(*, queue: ClaimQueue, store: Store, config: DeploymentConfig) -> int:
-    """Write `scheduling.position` (1-based place in its pool queue) on each waiting run whose
-    place changed. Returns how many documents were written."""
-    written = 0
-    for pool in config.pools:
-        claims = queue.waiting(pool)
-        raws = store.redis.mget([store.keys.resource(c["resource"]) for c in claims]) if claims else []
-        for position, (claim, raw) in enumerate(zip(claims, raws), start=1):
-            if claim["kind"] != "run":
-                continue
-            doc = json.loads(raw) if raw else None
-            if doc is None or doc.get("status") != RunStatus.QUEUED:
-                continue
-            scheduling = doc.get("scheduling") or {}
-            if scheduling.get("position") == position and scheduling.get("claim") == claim["id"]:
-                continue
-            store.update(claim["resource"], _set_position(claim["id"], position))
-            written += 1
-    return written
-
-
-def _set_position(claim_id: str, position: int):
-    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        if doc.get("status") != RunStatus.QUEUED:
-            return None
-        scheduling = doc.get("scheduling") or {}
-        doc["scheduling"] = {**scheduling, "claim": claim_id, "node": None, "devices": [], "position": position}
-        return doc
-
-    return change

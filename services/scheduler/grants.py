@@ -1,9 +1,11 @@
 """Which waiting claims of one pool start now (SPEC 5). Pure Python: no Redis, no Celery.
 
-One pass looks at the waiting claims in queue order and applies three rules:
+One pass looks at the waiting claims in queue order (`decide`) and applies these rules:
 
 - **pass over**: a claim whose workload would hold more GPUs of this pool than its quota allows
-  (held + granted in this pass + its own) is skipped; claims after it may still start.
+  (held + granted in this pass + its own) is skipped; claims of *other* workloads after it may
+  still start. Later claims of its own workload wait behind it, so a workload's claims start in
+  the order they were queued and a large one is never overtaken forever by its own small ones.
 - **hold back**: a claim that fits in the free devices of no node stops the pass, so a large claim
   is never overtaken forever by smaller ones queued after it.
 - **one node, best fit**: a claim is granted on one node only, the one with the fewest free devices
@@ -11,12 +13,18 @@ One pass looks at the waiting claims in queue order and applies three rules:
 
 A claim that could not fit even on an empty node of the pool (the pool was shrunk after it was
 queued; submission refuses such claims) is passed over rather than blocking the pool forever.
+
+Every waiting claim gets one reason token of `shared/wait_reasons.py`; the scheduler grants the
+claims `decide` grants, and `waiting.py` explains the others from the same decisions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
+
+from shared import wait_reasons
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,32 @@ class Grant:
     claim_id: str
     node: str
     device_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one pass does with one waiting claim: a grant, or the reason it keeps waiting."""
+
+    claim: ClaimView
+    grant: Grant | None
+    reason: str | None  # a wait_reasons token when not granted
+    workload_gpus: int  # GPUs its workload holds in the pool at that point of the pass
+
+
+def device_index(device: str) -> int:
+    """`cpu:3` -> 3."""
+    return int(device.rpartition(":")[2])
+
+
+def claim_view(claim: dict[str, Any]) -> ClaimView:
+    """The grant rules' view of a claim document."""
+    return ClaimView(
+        id=claim["id"],
+        gpus=int(claim["gpus"]),
+        workload=claim["workload"],
+        node=claim.get("node"),
+        device_indices=tuple(device_index(d) for d in claim.get("devices") or ()),
+    )
 
 
 def free_devices(nodes: dict[str, int], held: Iterable[ClaimView]) -> dict[str, list[int]]:
@@ -65,10 +99,49 @@ def over_quota(claim: ClaimView, used: dict[str, int], quotas: dict[str, int]) -
     return quota is not None and used.get(claim.workload, 0) + claim.gpus > quota
 
 
+def decide(
+    nodes: dict[str, int],
+    held: list[ClaimView],
+    waiting: Iterable[ClaimView],
+    quotas: dict[str, int],
+    *,
+    stop_at_hold_back: bool = False,
+) -> Iterator[Decision]:
+    """One decision per waiting claim, in queue order (the rules in this module's docstring).
+
+    `waiting` may be lazy: with `stop_at_hold_back` the generator stops pulling from it at the
+    first claim that holds the rest back (nothing after it can be granted in this pass).
+    """
+    free = free_devices(nodes, held)
+    used = workload_gpus(held)
+    largest_node = max(nodes.values(), default=0)
+    quota_blocked: set[str] = set()  # workloads with an earlier claim waiting on the quota
+    held_back = False
+    for claim in waiting:
+        grant, reason = None, None
+        if claim.gpus > largest_node:
+            reason = wait_reasons.EXCEEDS_POOL
+        elif over_quota(claim, used, quotas):
+            reason = wait_reasons.QUOTA
+            quota_blocked.add(claim.workload)
+        elif held_back or claim.workload in quota_blocked:
+            reason = wait_reasons.QUEUED_BEHIND
+        elif (node := best_fit(free, claim.gpus)) is None:
+            reason = wait_reasons.WAITING_FOR_GPUS
+            held_back = True
+        else:
+            grant = Grant(claim.id, node, tuple(free[node][: claim.gpus]))
+            free[node] = free[node][claim.gpus :]
+            used[claim.workload] = used.get(claim.workload, 0) + claim.gpus
+        yield Decision(claim, grant, reason, used.get(claim.workload, 0))
+        if held_back and stop_at_hold_back:
+            return
+
+
 def plan_grants(
     nodes: dict[str, int],
     held: list[ClaimView],
-    waiting: list[ClaimView],
+    waiting: Iterable[ClaimView],
     quotas: dict[str, int],
 ) -> list[Grant]:
     """The grants of one pass over a pool, in queue order.
@@ -76,18 +149,5 @@ def plan_grants(
     `nodes` maps node name to device count, `held` are the granted claims of the pool, `waiting`
     the waiting ones in queue order, `quotas` maps workload to the most GPUs it may hold here.
     """
-    free = free_devices(nodes, held)
-    used = workload_gpus(held)
-    largest_node = max(nodes.values(), default=0)
-    grants: list[Grant] = []
-    for claim in waiting:
-        if claim.gpus > largest_node or over_quota(claim, used, quotas):
-            continue  # passed over
-        node = best_fit(free, claim.gpus)
-        if node is None:
-            break  # holds back every claim after it
-        taken = tuple(free[node][: claim.gpus])
-        free[node] = free[node][claim.gpus :]
-        used[claim.workload] = used.get(claim.workload, 0) + claim.gpus
-        grants.append(Grant(claim.id, node, taken))
-    return grants
+    decisions = decide(nodes, held, waiting, quotas, stop_at_hold_back=True)
+    return [d.grant for d in decisions if d.grant is not None]

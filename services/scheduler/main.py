@@ -1,6 +1,6 @@
 """The scheduler's entry point: `python -m services.scheduler.main`.
 
-It loops: one pass (sweep, grant, dispatch, queue positions), then waits up to a second for a
+It loops: one pass (sweep, lost workers, grant, dispatch), then waits up to a second for a
 wake-up token that `submit` and `release` push. SIGTERM or SIGINT ends the loop after the pass in
 progress; the process then exits 0. Several schedulers may run at once: every grant is one
 optimistic Redis transaction, so they never grant a device twice.
@@ -22,7 +22,8 @@ from shared.errors import TrainerError
 from shared.keys import Keys
 from shared.store import Store, connect
 
-from services.scheduler.dispatch import dispatch_granted, refresh_positions, sweep
+from services.scheduler.dispatch import dispatch_granted, sweep
+from services.scheduler.lost import requeue_lost
 from services.scheduler.queue import ClaimQueue
 
 WAKEUP_WAIT_S = 1  # the longest a submitted claim waits for a pass
@@ -34,6 +35,7 @@ def run_once(
 ) -> dict[str, int]:
     """One full pass over every pool. Returns how many claims each step touched."""
     released = sweep(queue=queue, store=store, config=config, log=log)
+    lost = requeue_lost(queue=queue, store=store, config=config, log=log)
     granted = []
     for pool in config.pools:
         for claim in queue.grant_pass(config, pool):
@@ -42,10 +44,8 @@ def run_once(
             )
             granted.append(claim)
     dispatched = dispatch_granted(queue=queue, store=store, celery_app=celery_app, config=config, log=log)
-    positions = refresh_positions(queue=queue, store=store, config=config)
     return {
-        "released": len(released), "granted": len(granted),
-        "dispatched": len(dispatched), "positions": positions,
+        "released": len(released), "lost": len(lost), "granted": len(granted), "dispatched": len(dispatched),
     }
 
 

@@ -10,6 +10,7 @@ it read, so schedulers and APIs running side by side never grant one device twic
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -22,26 +23,19 @@ from shared.keys import Keys
 from shared.states import ClaimState
 from shared.store import now_iso
 
-from services.scheduler.grants import ClaimView, plan_grants
+from services.scheduler.nodes import live_device_counts
+from services.scheduler.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
+
+__all__ = ["ClaimQueue", "claim_view", "device_index", "CLAIM_KINDS"]
 
 CLAIM_KINDS = ("run", "evaluation", "endpoint")
 # A released claim is kept this long so a resource's `scheduling.claim` can still be looked up.
 RELEASED_CLAIM_TTL_S = 7 * 24 * 3600
 
 
-def device_index(device: str) -> int:
-    """`cpu:3` -> 3."""
-    return int(device.rpartition(":")[2])
-
-
-def claim_view(claim: dict[str, Any]) -> ClaimView:
-    return ClaimView(
-        id=claim["id"],
-        gpus=int(claim["gpus"]),
-        workload=claim["workload"],
-        node=claim.get("node"),
-        device_indices=tuple(device_index(d) for d in claim.get("devices") or ()),
-    )
+# The grant pass reads the queue this many claims at a time, and stops reading where the pass
+# stops (the first claim that holds the rest back): a long queue behind a blocked head costs nothing.
+READ_CHUNK = 8
 
 
 class ClaimQueue:
@@ -86,13 +80,14 @@ class ClaimQueue:
         workload: str,
         model: str | None = None,
         seq: int | None = None,
+        claim_id: str | None = None,
     ) -> dict[str, Any]:
         """Queue a new claim at the back of its pool (or at `seq`, for a re-queued claim)."""
         self._check(kind=kind, pool=pool, gpus=gpus, workload=workload)
         if seq is None:
             seq = int(self.redis.incr(self.keys.claim_seq()))
         claim = {
-            "id": new_id(Kind.CLAIM), "kind": kind, "resource": resource_id, "pool": pool,
+            "id": claim_id or new_id(Kind.CLAIM), "kind": kind, "resource": resource_id, "pool": pool,
             "gpus": gpus, "workload": workload, "seq": seq, "state": ClaimState.WAITING.value,
             "node": None, "devices": [], "submittedAt": now_iso(), "grantedAt": None,
             "dispatchedAt": None, "releasedAt": None, "model": model,
@@ -147,18 +142,66 @@ class ClaimQueue:
                 except redis.WatchError:
                     continue
 
-    def requeue(self, claim_id: str) -> dict[str, Any] | None:
-        """Release the claim and queue a new one for the same resource at the same place (seq).
+    def requeue(self, claim_id: str, *, new_claim_id: str | None = None) -> dict[str, Any] | None:
+        """Release the claim and queue a new one for the same resource at the same place (seq), in
+        one transaction. For work whose worker was lost: it waits again without losing its turn.
 
-        For work whose worker was lost: it waits again without losing its turn (SPEC 2.3).
+        Idempotent: when the claim was already released, the resource's live claim is returned if
+        it is `new_claim_id` (a re-queue that already happened), else None.
         """
-        old = self.release(claim_id)
-        if old is None:
-            return None
-        return self.submit(
-            kind=old["kind"], resource_id=old["resource"], pool=old["pool"], gpus=old["gpus"],
-            workload=old["workload"], model=old.get("model"), seq=old["seq"],
-        )
+        key = self.keys.claim(claim_id)
+        with self.redis.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    old = self._docs(pipe, [claim_id])[0]
+                    if old is None:
+                        pipe.unwatch()
+                        return None
+                    owner_key = self.keys.claim_of(old["resource"])
+                    pipe.watch(owner_key)
+                    live_id = pipe.get(owner_key)
+                    if old["state"] == ClaimState.RELEASED:
+                        pipe.unwatch()
+                        live = self.get(live_id) if live_id else None
+                        return live if live and new_claim_id and live["id"] == new_claim_id else None
+                    stamp = now_iso()
+                    new = {
+                        **old, "id": new_claim_id or new_id(Kind.CLAIM), "state": ClaimState.WAITING.value,
+                        "node": None, "devices": [], "submittedAt": stamp, "grantedAt": None,
+                        "dispatchedAt": None, "releasedAt": None, "leaseSeenAt": None,
+                    }
+                    released = {**old, "state": ClaimState.RELEASED.value, "releasedAt": stamp}
+                    pipe.multi()
+                    pipe.zrem(self.keys.pool_queue(old["pool"]), claim_id)
+                    pipe.srem(self.keys.pool_held(old["pool"]), claim_id)
+                    pipe.set(key, json.dumps(released), ex=RELEASED_CLAIM_TTL_S)
+                    pipe.set(self.keys.claim(new["id"]), json.dumps(new))
+                    pipe.zadd(self.keys.pool_queue(new["pool"]), {new["id"]: new["seq"]})
+                    pipe.set(owner_key, new["id"])
+                    self._wake(pipe)
+                    pipe.execute()
+                    return new
+                except redis.WatchError:
+                    continue
+
+    def touch_lease(self, claim_id: str, stamp: str) -> None:
+        """Record on a granted claim that its worker's lease was seen at `stamp`."""
+        key = self.keys.claim(claim_id)
+        with self.redis.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    claim = self._docs(pipe, [claim_id])[0]
+                    if claim is None or claim["state"] != ClaimState.GRANTED:
+                        pipe.unwatch()
+                        return
+                    pipe.multi()
+                    pipe.set(key, json.dumps({**claim, "leaseSeenAt": stamp}))
+                    pipe.execute()
+                    return
+                except redis.WatchError:
+                    continue
 
     def mark_dispatched(self, claim_id: str) -> dict[str, Any] | None:
         """Stamp `dispatchedAt` on a granted claim (once). Returns the claim as stored."""
@@ -182,34 +225,36 @@ class ClaimQueue:
     def grant_pass(self, config: DeploymentConfig, pool_name: str) -> list[dict[str, Any]]:
         """Grant what fits now in one pool (rules in grants.py). Returns the granted claims.
 
-        Reads the queue and the held set under WATCH and writes every grant in one MULTI; when
-        anything else touched them meanwhile (a submit, a release, another scheduler's pass) the
-        pass starts over from a fresh read.
+        Reads the held set and then the queue, chunk by chunk and only as far as the pass goes,
+        under WATCH of both, and writes every grant in one MULTI; when anything else touched them
+        meanwhile (a submit, a release, another scheduler's pass) the pass starts over.
         """
         pool = config.pool(pool_name)
         if pool is None:
             raise ValidationFailed(f"pool {pool_name} is not declared")
         nodes = {n.name: n for n in pool.nodes}
+        counts = live_device_counts(self.redis, self.keys, pool)  # nodes whose worker is alive
         queue_key, held_key = self.keys.pool_queue(pool_name), self.keys.pool_held(pool_name)
         with self.redis.pipeline() as pipe:
             while True:
                 try:
                     pipe.watch(queue_key, held_key)
-                    waiting, stale_waiting = self._split(pipe, pipe.zrange(queue_key, 0, -1), ClaimState.WAITING)
                     held, stale_held = self._split(pipe, pipe.smembers(held_key), ClaimState.GRANTED)
-                    grants = plan_grants(
-                        {name: n.device_count for name, n in nodes.items()},
-                        [claim_view(c) for c in held],
-                        [claim_view(c) for c in waiting],
-                        pool.quotas,
-                    )
+                    held_views = [claim_view(c) for c in held]
+                    read: dict[str, dict[str, Any]] = {}
+                    stale_waiting: list[str] = []
+                    if any(free_devices(counts, held_views).values()):
+                        waiting = self._read_waiting(pipe, queue_key, read, stale_waiting)
+                        grants = plan_grants(counts, held_views, waiting, pool.quotas)
+                    else:
+                        grants = []  # every device is held: nothing can start, the queue is not read
                     if not (grants or stale_waiting or stale_held):
                         pipe.unwatch()
                         return []
-                    by_id, stamp = {c["id"]: c for c in waiting}, now_iso()
+                    stamp = now_iso()
                     granted = [
                         {
-                            **by_id[g.claim_id], "state": ClaimState.GRANTED.value, "node": g.node,
+                            **read[g.claim_id], "state": ClaimState.GRANTED.value, "node": g.node,
                             "devices": [f"{nodes[g.node].device_kind}:{i}" for i in g.device_indices],
                             "grantedAt": stamp,
                         }
@@ -228,6 +273,23 @@ class ClaimQueue:
                     return granted
                 except redis.WatchError:
                     continue
+
+    def _read_waiting(
+        self, pipe: Any, queue_key: str, read: dict[str, dict[str, Any]], stale: list[str]
+    ) -> Iterator[ClaimView]:
+        """The pool's waiting claims in queue order, read lazily in growing chunks; fills `read`
+        (id -> document) and `stale` (ids without a WAITING document) as it goes."""
+        start, size = 0, READ_CHUNK
+        while True:
+            ids = pipe.zrange(queue_key, start, start + size - 1)
+            claims, stale_ids = self._split(pipe, ids, ClaimState.WAITING)
+            stale.extend(stale_ids)
+            for claim in claims:
+                read[claim["id"]] = claim
+                yield claim_view(claim)
+            if len(ids) < size:
+                return
+            start, size = start + size, min(size * 4, 128 * READ_CHUNK)
 
     # --- helpers
     def _check(self, *, kind: str, pool: str, gpus: int, workload: str) -> None:

@@ -24,8 +24,20 @@ def main(argv: list[str] | None = None) -> None:
     logs.configure("trainer_worker")
     from services.trainer_worker.tasks import register
 
+    from services.trainer_worker.heartbeat import NodeHeartbeat
+    from shared.keys import Keys
+    from shared.store import connect
+
     app = make_celery(config)
     register(app, config, node.name)
+    heartbeat = NodeHeartbeat(connect(config.redis_url), Keys(config.key_prefix), node.name).start()
+    try:
+        _run_worker(app, node, args.loglevel)
+    finally:
+        heartbeat.stop()
+
+
+def _run_worker(app, node, loglevel: str) -> None:
     app.worker_main([
         "worker",
         "--queues", node_queue(node.name),
@@ -33,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         "--prefetch-multiplier", "1",
         "--max-tasks-per-child", "1",
         "--hostname", f"{node.name}@%h",
-        "--loglevel", args.loglevel,
+        "--loglevel", loglevel,
         "--without-gossip", "--without-mingle", "--task-events",
     ])
 

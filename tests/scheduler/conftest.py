@@ -101,3 +101,11 @@ class RecordingSender:
 @pytest.fixture
 def sender() -> RecordingSender:
     return RecordingSender()
+
+
+@pytest.fixture(autouse=True)
+def nodes_alive(redis_client, keys, config):
+    """The scheduler grants only on nodes whose worker is alive; these tests run no worker."""
+    from tests.conftest import mark_nodes_alive
+
+    mark_nodes_alive(redis_client, keys, config)

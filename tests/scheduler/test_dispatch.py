@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.states import ClaimState, RunStatus
 
-from services.scheduler.dispatch import (
-    dispatch_granted,
-    granted_sentence,
-    refresh_positions,
-    sweep,
-)
+from services.scheduler.dispatch import dispatch_granted, granted_sentence, sweep
 
 
 def claim_for(queue, run_id, *, gpus=1, pool="default"):
@@ -83,14 +80,23 @@ def test_sweep_releases_claims_whose_run_ended_or_vanished(queue, store, config,
     assert [g["resource"] for g in queue.grant_pass(config, "default")] == [live]
 
 
-def test_queue_positions_are_written_when_they_change(queue, store, config, make_run):
-    runs = [make_run(gpus=2) for _ in range(3)]
-    claims = [claim_for(queue, r, gpus=2) for r in runs]
-    queue.grant_pass(config, "default")  # the first takes both slots
-    assert refresh_positions(queue=queue, store=store, config=config) == 2
-    assert [(store.get(r)["scheduling"] or {}).get("position") for r in runs] == [None, 1, 2]
-    assert store.get(runs[1])["scheduling"]["claim"] == claims[1]["id"]
-    assert refresh_positions(queue=queue, store=store, config=config) == 0
-    queue.release(claims[1]["id"])
-    assert refresh_positions(queue=queue, store=store, config=config) == 1
-    assert store.get(runs[2])["scheduling"]["position"] == 1
+def test_a_resent_grant_is_not_sent_twice_while_its_task_still_waits_in_the_node_queue(
+    queue, store, config, make_run, keys, redis_url
+):
+    """The scheduler stopped after sending the task but before stamping dispatchedAt: the task id
+    is the claim id, so the next pass finds it in the broker queue and only stamps the claim."""
+    from shared.celery_app import make_celery
+    from shared.config import parse_config
+    from tests.scheduler.conftest import CONFIG
+
+    celery_app = make_celery(parse_config(CONFIG, env={"TRAINING_KEY_PREFIX": keys.prefix,
+                                                       "TRAINING_REDIS_URL": redis_url}))
+    run_id = make_run()
+    claim = claim_for(queue, run_id)
+    queue.grant_pass(config, "default")
+    dispatch(queue, store, config, celery_app)
+    store.redis.set(keys.claim(claim["id"]), json.dumps({**queue.get(claim["id"]), "dispatchedAt": None}))
+    store.redis.delete(keys.dispatching(claim["id"]))  # the lock of the scheduler that stopped expired
+    assert len(dispatch(queue, store, config, celery_app)) == 1
+    assert queue.get(claim["id"])["dispatchedAt"]
+    assert store.redis.llen(keys.celery_prefix() + node_queue("local")) == 1

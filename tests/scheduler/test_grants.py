@@ -92,3 +92,63 @@ def test_after_a_release_the_head_of_the_queue_starts_first():
     waiting = [w("big", 2), w("small", 1)]
     assert plan_grants({"n": 2}, [h("x", "n", (0,))], waiting, {}) == []
     assert plan_grants({"n": 2}, [], waiting, {}) == [Grant("big", "n", (0, 1))]
+
+
+# --- reasons: every waiting claim gets the token of the rule that keeps it waiting
+
+from datetime import UTC, datetime  # noqa: E402
+
+from services.scheduler.grants import decide  # noqa: E402
+from services.scheduler.waiting import explain_wait  # noqa: E402
+from shared import wait_reasons as why  # noqa: E402
+
+
+def reasons_of(nodes, held, waiting, quotas):
+    return [(d.claim.id, d.reason) for d in decide(nodes, held, waiting, quotas)]
+
+
+def test_a_later_claim_of_the_same_workload_waits_behind_its_quota_blocked_one():
+    held = [h("x", "n", (0,), "team")]
+    waiting = [w("big", 2, "team"), w("small", 1, "team"), w("other", 1, "runs")]
+    assert plan_grants({"n": 4}, held, waiting, {"team": 2}) == [Grant("other", "n", (1,))]
+    assert reasons_of({"n": 4}, held, waiting, {"team": 2}) == [
+        ("big", why.QUOTA), ("small", why.QUEUED_BEHIND), ("other", None)]
+
+
+def test_each_waiting_claim_gets_one_reason():
+    held = [h("x", "n", (0, 1))]
+    waiting = [w("q", 1, "team"), w("head", 3), w("after", 1), w("huge", 9)]
+    assert reasons_of({"n": 4}, held, waiting, {"team": 0}) == [
+        ("q", why.QUOTA), ("head", why.WAITING_FOR_GPUS), ("after", why.QUEUED_BEHIND), ("huge", why.EXCEEDS_POOL)]
+
+
+def test_the_scheduler_stops_reading_at_the_claim_that_holds_the_rest_back():
+    pulled = []
+
+    def lazy():
+        for claim in [w("a", 1), w("b", 4), w("c", 1), w("d", 1)]:
+            pulled.append(claim.id)
+            yield claim
+
+    assert plan_grants({"n": 4}, [h("x", "n", (0, 1))], lazy(), {}) == [Grant("a", "n", (2,))]
+    assert pulled == ["a", "b"]
+
+
+def doc(claim_id, gpus, *, workload="runs", kind="run", state="WAITING", node=None, devices=(), **extra):
+    return {"id": claim_id, "resource": f"{kind}-{claim_id}", "kind": kind, "gpus": gpus, "workload": workload,
+            "state": state, "node": node, "devices": list(devices), **extra}
+
+
+def test_explain_wait_positions_reasons_and_entries():
+    held = [doc("e", 1, kind="endpoint", workload="endpoints", state="GRANTED", node="n", devices=["cuda:0"],
+                model="Qwen/Qwen3-8B", grantedAt="2026-01-01T00:00:00Z")]
+    waiting = [doc("a", 4), doc("b", 1)]
+    wait = explain_wait(waiting[1], pool="p", nodes={"n": 4}, held=held, waiting=waiting, quotas={},
+                        resources={"endpoint-e": {"lastRequestAt": "2026-01-01T00:10:00Z"}},
+                        now=datetime(2026, 1, 1, 0, 52, tzinfo=UTC).timestamp())
+    assert wait == {
+        "position": 2, "reason": why.QUEUED_BEHIND, "quota": None,
+        "waitingOn": {"heldBy": [{"kind": "endpoint", "id": "endpoint-e", "gpus": 1, "model": "Qwen/Qwen3-8B",
+                                  "idleSeconds": 42 * 60}],
+                      "queuedAhead": [{"kind": "run", "id": "run-a", "gpus": 4}]},
+    }

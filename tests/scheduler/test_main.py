@@ -29,17 +29,17 @@ def wait_for(check, timeout_s=10.0):
     return check()
 
 
-def test_run_once_grants_dispatches_and_numbers_the_queue(queue, store, config, make_run, sender):
+def test_run_once_sweeps_grants_and_dispatches(queue, store, config, make_run, sender):
     first, second = make_run(gpus=2), make_run(gpus=1)
     queue.submit(kind="run", resource_id=first, pool="default", gpus=2, workload="runs")
     queue.submit(kind="run", resource_id=second, pool="default", gpus=1, workload="runs")
     counts = run_once(config=config, queue=queue, store=store, celery_app=sender, log=structlog.get_logger())
-    assert counts == {"released": 0, "granted": 1, "dispatched": 1, "positions": 1}
+    assert counts == {"released": 0, "lost": 0, "granted": 1, "dispatched": 1}
     assert store.get(first)["status"] == RunStatus.STARTING
-    assert store.get(second)["scheduling"]["position"] == 1
+    assert store.get(second)["status"] == RunStatus.QUEUED
     store.update(first, lambda doc: {**doc, "status": RunStatus.SUCCEEDED.value})  # ended, claim kept
     counts = run_once(config=config, queue=queue, store=store, celery_app=sender, log=structlog.get_logger())
-    assert counts == {"released": 1, "granted": 1, "dispatched": 1, "positions": 0}
+    assert counts == {"released": 1, "lost": 0, "granted": 1, "dispatched": 1}
     assert [s[1][1] for s in sender.sent] == [first, second]
 
 

@@ -1,0 +1,118 @@
+"""Runs whose worker was lost go back to the queue keeping their place (SPEC 2.3).
+
+A worker holds `lease:RUN` while it runs a run (30 s TTL, renewed every 5 s; see
+services/trainer_worker/lease.py). Each pass looks at the granted, dispatched run claims: when the
+run is STARTING or RUNNING and its lease has been absent for longer than `worker_lost_after_s`
+(measured from the later of `dispatchedAt` and the last time a pass saw the lease, `leaseSeenAt`
+on the claim, so a task still waiting to be picked up is not declared lost too fast), the run goes
+back to QUEUED under a new claim with the old claim's `seq`, and its `attempts` grows by one. A run
+whose cancel was requested is CANCELLED instead.
+
+The run document is changed first (it names its new claim id), then the claim is re-queued in one
+transaction. A scheduler that stops in between leaves a QUEUED run pointing at a claim that does
+not exist yet; the next pass finds its old claim and finishes the re-queue.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from shared import reasons
+from shared.config import DeploymentConfig
+from shared.errors import NotFound
+from shared.ids import Kind, new_id
+from shared.states import RunStatus, run_transition
+from shared.store import Store, now_iso
+
+from services.scheduler.queue import ClaimQueue
+
+# `leaseSeenAt` is written at most this often per claim, so a pass does not rewrite every claim.
+LEASE_SEEN_WRITE_S = 10.0
+_ACTIVE = (RunStatus.STARTING, RunStatus.RUNNING)
+
+
+def _epoch(stamp: str | None) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else 0.0
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def requeue_lost(
+    *, queue: ClaimQueue, store: Store, config: DeploymentConfig, now: float | None = None, log: Any = None
+) -> list[dict[str, Any]]:
+    """Re-queue (or cancel) the runs whose worker was lost. Returns the claims given up."""
+    log = log or structlog.get_logger()
+    now = time.time() if now is None else now
+    lost = []
+    for pool in config.pools:
+        claims = [c for c in queue.held(pool) if c["kind"] == "run" and c.get("dispatchedAt")]
+        if not claims:
+            continue
+        pipe = store.redis.pipeline(transaction=False)
+        for claim in claims:
+            pipe.exists(store.keys.lease(claim["resource"]))
+        pipe.mget([store.keys.resource(c["resource"]) for c in claims])
+        *leases, raws = pipe.execute()
+        for claim, leased, raw in zip(claims, leases, raws):
+            doc = json.loads(raw) if raw else None
+            if doc is None:
+                continue  # the sweep releases claims of vanished runs
+            scheduling = doc.get("scheduling") or {}
+            if doc.get("status") == RunStatus.QUEUED and scheduling.get("claim") not in (None, claim["id"]):
+                if queue.get(scheduling["claim"]) is None:  # a re-queue cut short: finish it
+                    queue.requeue(claim["id"], new_claim_id=scheduling["claim"])
+                continue
+            if doc.get("status") not in _ACTIVE or scheduling.get("claim") != claim["id"]:
+                continue
+            if leased:
+                if now - _epoch(claim.get("leaseSeenAt")) >= LEASE_SEEN_WRITE_S:
+                    queue.touch_lease(claim["id"], _iso(now))
+                continue
+            since = max(_epoch(claim["dispatchedAt"]), _epoch(claim.get("leaseSeenAt")))
+            if now - since > config.worker_lost_after_s and _give_up(queue, store, claim, log):
+                lost.append(claim)
+    return lost
+
+
+def _give_up(queue: ClaimQueue, store: Store, claim: dict[str, Any], log: Any) -> bool:
+    """Move the run of a lost worker back to QUEUED (or to CANCELLED), then its claim."""
+    new_claim_id, outcome = new_id(Kind.CLAIM), None
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal outcome
+        scheduling = doc.get("scheduling") or {}
+        if doc.get("status") not in _ACTIVE or scheduling.get("claim") != claim["id"]:
+            return None  # another scheduler got there first, or the run moved on
+        if doc.get("cancelRequested"):
+            outcome = "cancelled"
+            doc["status"] = run_transition(doc["status"], RunStatus.CANCELLED).value
+            doc["detail"] = reasons.worker_lost_cancelled(claim["node"])
+            doc["finishedAt"] = now_iso()
+        else:
+            outcome = "requeued"
+            doc["status"] = run_transition(doc["status"], RunStatus.QUEUED).value
+            doc["attempts"] = int(doc.get("attempts") or 0) + 1
+            doc["scheduling"] = {**scheduling, "claim": new_claim_id, "node": None, "devices": [], "position": None}
+        return doc
+
+    try:
+        store.update(claim["resource"], change)
+    except NotFound:
+        return False
+    bound = log.bind(claim=claim["id"], run=claim["resource"], node=claim["node"])
+    if outcome == "requeued":
+        queue.requeue(claim["id"], new_claim_id=new_claim_id)
+        store.add_event(claim["resource"], reasons.worker_lost_requeued(claim["node"]), level="warn")
+        bound.warning("worker lost; run re-queued", newClaim=new_claim_id)
+    elif outcome == "cancelled":
+        queue.release(claim["id"])
+        store.add_event(claim["resource"], reasons.worker_lost_cancelled(claim["node"]), level="warn")
+        bound.warning("worker lost; cancel-requested run cancelled")
+    return outcome is not None
