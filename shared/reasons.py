@@ -74,3 +74,137 @@ CANCELLED_WHILE_QUEUED = "cancelled by the user before it was granted GPUs"
 
 def run_failed(error: str) -> str:
     return f"training failed: {error}"
+
+
+# --- Branches (SPEC 3.3): sentences of our own beside the SPEC's.
+
+def snapshot_has_no_training_state(snapshot_id: str) -> str:
+    return f"snapshot {snapshot_id} holds no training state. Restore its weights instead"
+
+
+def branch_changes(*, what: str, parent: str, plan: str) -> str:
+    """A trainingState branch must train the way its parent did (method, engine, precision)."""
+    return (
+        f"a trainingState branch trains the way its parent did, and this plan changes its {what} "
+        f"from {parent} to {plan}. Restore its weights instead"
+    )
+
+
+def branch_other_model(*, snapshot_id: str, snapshot_model: str, plan_model: str) -> str:
+    return f"snapshot {snapshot_id} holds an adapter of {snapshot_model}, and this plan trains {plan_model}"
+
+
+# --- Pause and resume.
+
+def cannot_pause(run_id: str, status: str) -> str:
+    return f"run {run_id} is {status}; only a STARTING or RUNNING run can be paused"
+
+
+def cannot_resume(run_id: str, status: str) -> str:
+    return f"run {run_id} is {status}; only a PAUSED run can be resumed"
+
+
+def worker_lost_requeued(node: str) -> str:
+    return f"worker lost on node {node}; re-queued keeping its place"
+
+
+# --- What a waiting claim waits on (SPEC 5). Entries are those of services/scheduler/waiting.py.
+
+WAIT_TEXT_MAX_ENTRIES = 10  # per part; the JSON lists stay complete
+
+
+def idle_text(seconds: int | float) -> str:
+    """`45s`, `42m`, or `1h05m`."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def wait_entry(entry: dict) -> str:
+    """`run R (4 GPU)`, `endpoint E (Qwen/Qwen3-8B, idle 42m)`; an entry of a workload the reader
+    may not see (id None): `run of another workload (4 GPU)`."""
+    kind, ident, gpus = entry.get("kind", "claim"), entry.get("id"), entry.get("gpus", "?")
+    if ident is None:
+        return f"{kind} of another workload ({gpus} GPU)"
+    if kind == "endpoint":
+        idle = entry.get("idleSeconds")
+        detail = f"idle {idle_text(idle)}" if idle is not None else f"{gpus} GPU"
+        return f"endpoint {ident} ({entry.get('model') or '?'}, {detail})"
+    return f"{kind} {ident} ({gpus} GPU)"
+
+
+def waiting_on(waiting: dict | None) -> str:
+    """`held by endpoint E (Qwen/Qwen3-8B, idle 42m); queued ahead: run R (4 GPU)`; a part with no
+    entries is left out."""
+    parts = []
+    for label, key in (("held by", "heldBy"), ("queued ahead:", "queuedAhead")):
+        entries = list((waiting or {}).get(key) or [])
+        if entries:
+            text = ", ".join(wait_entry(e) for e in entries[:WAIT_TEXT_MAX_ENTRIES])
+            if len(entries) > WAIT_TEXT_MAX_ENTRIES:
+                text += f", and {len(entries) - WAIT_TEXT_MAX_ENTRIES} more"
+            parts.append(f"{label} {text}")
+    return "; ".join(parts)
+
+
+def quota_wait(*, workload: str, held_gpus: int, quota_gpus: int, pool: str) -> str:
+    """The sentence of a claim its workload's quota blocks."""
+    return f"quota: workload {workload} holds {held_gpus} of its {quota_gpus} GPU(s) in pool {pool}"
+
+
+def waiting_text(scheduling: dict | None) -> str:
+    """The whole line for a waiting claim (`scheduling` with reason, quota, waitingOn): the quota
+    sentence first when a quota holds it, then what holds the pool and what is queued ahead."""
+    scheduling = scheduling or {}
+    quota = scheduling.get("quota")
+    parts = []
+    if scheduling.get("reason") == "quota" and quota:
+        parts.append(quota_wait(workload=quota["workload"], held_gpus=quota["held"],
+                                quota_gpus=quota["gpus"], pool=quota["pool"]))
+    if scheduling.get("reason") == "no_live_worker":
+        parts.append(NO_LIVE_WORKER)
+    on = waiting_on(scheduling.get("waitingOn"))
+    return "; ".join(p for p in (*parts, on) if p)
+
+
+NO_LIVE_WORKER = "no worker is running on a node of its pool that could hold it"
+
+
+def granted(*, gpus: int, node: str, devices: list[str]) -> str:
+    """The event a resource gets when its claim is granted."""
+    return f"granted {gpus} GPU(s) on node {node} ({', '.join(devices)})"
+
+
+def worker_lost_requeued(node: str) -> str:
+    """The warn event of a run whose worker stopped renewing its lease."""
+    return f"worker lost on node {node}; re-queued keeping its place"
+
+
+def worker_lost_cancelled(node: str) -> str:
+    """Detail of a cancel-requested run whose worker was lost before it stopped the run."""
+    return f"cancelled by the user; its worker on node {node} was lost before it stopped"
+
+
+def inherited_adapter_config_used(differences: str) -> str:
+    """A weights branch whose plan sets other adapter settings than the adapter it inherits."""
+    return (
+        f"the plan's adapter settings differ from the inherited adapter's ({differences}): "
+        "training uses the inherited adapter's config"
+    )
+
+
+def rank_failed(*, rank: int, world: int, how: str) -> str:
+    """SPEC 3.2: one process of a multi-GPU run failed; `how` is e.g. "was killed by SIGKILL"."""
+    return f"rank {rank} of {world} {how}; the other ranks were stopped"
+
+
+def memory_exceeded(*, model: str, needs_gib: float, precision: str, pool: str, has_gib: float,
+                    uniform: bool = True) -> str:
+    """SPEC 3.1: the resolver's estimate of what training needs per GPU is more than the nodes have."""
+    return (
+        f"model {model} needs about {needs_gib:.1f} GiB per GPU to train in {precision} with this adapter, "
+        f"and the nodes of pool {pool} have {'' if uniform else 'at most '}{has_gib:.1f} GiB per GPU"
+    )

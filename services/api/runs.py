@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
+from services.api.branches import check_engine, check_restore
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
@@ -50,7 +51,9 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
             details={"field": "execution.gpus", "quota": quota},
         )
     model = context.catalog.get(plan["model"])
+    parent = check_restore(context, plan, who)
     spec = resolve(plan, model=model, pool=pool)
+    check_engine(parent, plan, spec.name)
 
     run = context.store.create({
         "id": new_id(Kind.RUN),
@@ -70,6 +73,10 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "snapshots": [],
         "latestSnapshot": None,
         "cancelRequested": False,
+        "pauseRequested": False,
+        "attempts": 0,
+        "parent": ({"snapshot": parent["id"], "run": parent.get("run"), "restore": plan["restore"]["what"]}
+                   if parent else None),
         "startedAt": None,
         "finishedAt": None,
     })
@@ -117,3 +124,41 @@ def cancel_run(context: Context, run_id: str) -> dict[str, Any]:
     context.store.add_event(run_id, "cancel requested by the user" if doc["status"] != "CANCELLED"
                             else "cancelled by the user")
     return doc
+
+
+def pause_run(context: Context, run_id: str) -> dict[str, Any]:
+    """Ask the worker to write a snapshot with training state and give the GPUs back (PAUSED)."""
+    get_run(context, run_id)
+
+    def pause(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["status"] not in (RunStatus.STARTING, RunStatus.RUNNING):
+            raise Conflict(reasons.cannot_pause(run_id, doc["status"]), details={"status": doc["status"]})
+        doc["pauseRequested"] = True
+        return doc
+
+    doc = context.store.update(run_id, pause)
+    context.store.add_event(run_id, "pause requested by the user")
+    return doc
+
+
+def resume_run(context: Context, run_id: str) -> dict[str, Any]:
+    """Queue a PAUSED run again; its worker continues exactly from the pause snapshot."""
+    run = get_run(context, run_id)
+
+    def requeue(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["status"] != RunStatus.PAUSED:
+            raise Conflict(reasons.cannot_resume(run_id, doc["status"]), details={"status": doc["status"]})
+        doc["status"] = run_transition(doc["status"], RunStatus.QUEUED).value
+        doc["scheduling"] = {**(doc.get("scheduling") or {}), "node": None, "devices": []}
+        return doc
+
+    context.store.update(run_id, requeue)
+    claim = context.claims().submit(kind="run", resource_id=run_id, pool=run["pool"], gpus=run["gpus"],
+                                    workload=run["workload"])
+    context.store.add_event(run_id, f"resumed by the user; queued in pool {run['pool']} for {run['gpus']} GPU(s)")
+
+    def attach(doc: dict[str, Any]) -> dict[str, Any]:
+        doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": claim["id"]}
+        return doc
+
+    return context.store.update(run_id, attach)

@@ -76,20 +76,22 @@ def _take(lease: Lease, node: str, devices: list[str]):
 def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
     run_id = run["id"]
     devices = list(claim["devices"])
-    worker.store.update(run_id, _take(lease, worker.node, devices))
+    run = worker.store.update(run_id, _take(lease, worker.node, devices))
     reporter = RunReporter(store=worker.store, artifacts=worker.artifacts, run=run, lease=lease, log=log)
     reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
-    outcome = "FAILED"
+    detail = None
     try:
-        if reporter.should_stop():
+        if reporter.stop_request() == "cancel":
             outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
         else:
             result = _run_engine(worker, run, devices, reporter)
             reporter.flush_progress()
-            if result.stopped_early and reporter.cancel_requested:
+            if result.paused:
+                outcome = RunStatus.PAUSED.value
+            elif result.stopped_early and reporter.stop == "cancel":
                 outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
             else:
-                outcome, detail = RunStatus.SUCCEEDED.value, None
+                outcome = RunStatus.SUCCEEDED.value
                 reporter.event(f"succeeded at step {result.final_step}: loss {result.first_loss:.4f} -> "
                                f"{result.last_loss:.4f}" if result.first_loss is not None else
                                f"succeeded at step {result.final_step}")
@@ -104,7 +106,9 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
     def finish(doc: dict[str, Any]) -> dict[str, Any]:
         doc["status"] = run_transition(doc["status"], outcome).value
         doc["detail"] = detail
-        doc["finishedAt"] = now_iso()
+        doc["pauseRequested"] = False
+        if outcome != RunStatus.PAUSED.value:
+            doc["finishedAt"] = now_iso()
         return doc
 
     try:
@@ -114,8 +118,26 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
     worker.claims().release(claim["id"])
     if outcome == RunStatus.CANCELLED.value:
         reporter.event("cancelled by the user")
+    elif outcome == RunStatus.PAUSED.value:
+        reporter.event(f"paused at step {reporter.last_step}; its GPUs are released. "
+                       "`training runs resume` continues it exactly")
     log.info("run ended", status=outcome)
     return outcome
+
+
+def restore_for(worker: Worker, run: dict[str, Any]):
+    """Where a run starts from: its own latest snapshot with training state (it was paused, or
+    its worker was lost), else the snapshot it branches from, else nothing."""
+    from services.trainer_worker.engines.base import Restore
+
+    own = worker.store.get(run["latestSnapshot"]) if run.get("latestSnapshot") else None
+    if own and (own.get("contents") or {}).get("trainingState"):
+        return Restore(what="trainingState", snapshot_dir=worker.artifacts.path(own["path"]))
+    branch = run["plan"].get("restore")
+    if branch:
+        parent = worker.store.require(branch["snapshot"], "snapshot")
+        return Restore(what=branch["what"], snapshot_dir=worker.artifacts.path(parent["path"]))
+    return None
 
 
 def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
@@ -127,7 +149,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
     import torch
 
     from services.trainer_worker.engines.base import TrainingJob
-    from services.trainer_worker.engines.sft import run_sft
+    from services.trainer_worker.engines import train
     from shared.models import model_dir_for
 
     node = worker.config.node(worker.node)
@@ -144,5 +166,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         dataset_path=worker.artifacts.dataset_path(run["datasetDigest"]),
         work_dir=worker.artifacts.run_dir(run["id"]),
         devices=devices,
+        restore=restore_for(worker, run),
     )
-    return run_sft(job, reporter)
+    if job.restore is not None:
+        reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")
+    return train(job, reporter)

@@ -24,16 +24,18 @@ class RunReporter:
         self.artifacts = artifacts
         self.run_id = run["id"]
         self.workload = run["workload"]
+        self.attempt = int(run.get("attempts") or 0)  # a re-queued run trains some steps again
         self.lease = lease
         self.log = log
         self.total_steps: int | None = None
+        self.last_step = int((run.get("progress") or {}).get("step") or 0)
         self._started_at: float | None = None
         self._first_step: int | None = None
-        self._first_loss: float | None = None
+        self._first_loss: float | None = (run.get("progress") or {}).get("firstLoss")
         self._last_progress_write = 0.0
         self._last_cancel_check = 0.0
         self._pending: dict[str, Any] | None = None
-        self.cancel_requested = False
+        self.stop: str | None = None  # what the user asked: None, "cancel" or "pause"
 
     # --- fenced writes
     def update_run(self, change) -> dict[str, Any]:
@@ -61,16 +63,18 @@ class RunReporter:
         self.event(f"training started: {total_steps} steps")
 
     def metrics(self, point: dict[str, Any]) -> None:
-        point = {**point, "time": now_iso()}
+        point = {**point, "attempt": self.attempt, "time": now_iso()}
         self.store.add_metrics(self.run_id, point)
         step = int(point.get("step") or 0)
+        self.last_step = step
         if self._first_step is None:
             self._first_step = step
         if self._first_loss is None and point.get("loss") is not None:
             self._first_loss = float(point["loss"])
         eta = None
-        if self._started_at and self.total_steps and step > 0:
-            per_step = (time.monotonic() - self._started_at) / step
+        taken = step - self._first_step + 1  # steps this worker took (a resumed run starts past 0)
+        if self._started_at and self.total_steps and taken > 0:
+            per_step = (time.monotonic() - self._started_at) / taken
             eta = round(per_step * max(self.total_steps - step, 0), 1)
         self._pending = {"step": step, "totalSteps": self.total_steps, "loss": point.get("loss"),
                          "firstLoss": self._first_loss, "tokensPerSecond": point.get("tokensPerSecond"),
@@ -111,6 +115,8 @@ class RunReporter:
             "model": manifest["model"],
             "contents": {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")},
             "final": final,
+            "readable": {"weights": True, "trainingState": bool(manifest.get("trainingState"))},
+            "imported": False,
             "path": relative,
             "detail": None,
         })
@@ -125,12 +131,16 @@ class RunReporter:
         self.event(f"snapshot {snapshot_id} written at step {step}" + (" (final)" if final else ""))
         self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))
 
-    def should_stop(self) -> bool:
+    def stop_request(self) -> str | None:
+        """None, "cancel" or "pause": what the user asked of this run since it started."""
         if self.lease.lost.is_set():
             raise LeaseLost(f"lease of run {self.run_id} expired")
         now = time.monotonic()
-        if not self.cancel_requested and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
+        if self.stop is None and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
             self._last_cancel_check = now
             doc = self.store.get(self.run_id) or {}
-            self.cancel_requested = bool(doc.get("cancelRequested"))
-        return self.cancel_requested
+            if doc.get("cancelRequested"):
+                self.stop = "cancel"
+            elif doc.get("pauseRequested"):
+                self.stop = "pause"
+        return self.stop

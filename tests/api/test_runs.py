@@ -1,21 +1,6 @@
-import io
-import json
-
 import pytest
 
 from services.scheduler.queue import ClaimQueue
-
-ROWS = b"\n".join(
-    json.dumps({"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}).encode()
-    for i in range(4)
-)
-
-
-@pytest.fixture
-def dataset(client, admin):
-    resp = client.post("/v1/datasets", headers=admin, data={"file": (io.BytesIO(ROWS), "d.jsonl")},
-                       content_type="multipart/form-data")
-    return resp.json["id"]
 
 
 def plan(dataset, **extra):
@@ -40,11 +25,12 @@ def test_create_queues_a_claim_and_stores_the_engine(client, admin, dataset, con
 
 
 def test_resolver_refusal_is_422_with_the_spec_sentence(client, admin, dataset):
-    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, execution={"gpus": 2}))
+    # pool big has a node of 4 slots, and the tiny model trains on 1 or 2 GPUs
+    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, execution={"gpus": 4, "pool": "big"}))
     assert resp.status_code == 422
-    assert resp.json["error"]["message"] == "this deployment does not train sft on 2 GPU(s)"
-    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, restore={"snapshot": "snap-x", "what": "weights"}))
-    assert resp.json["error"]["message"] == "this deployment does not train sft over an inherited adapter on 1 GPU(s)"
+    assert resp.json["error"]["message"] == "this deployment does not train sft on 4 GPU(s)"
+    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, method="grpo", grpo={"klPenalty": 0.1}))
+    assert resp.json["error"]["message"] == "this deployment does not train grpo with a KL penalty on 1 GPU(s)"
     assert client.get("/v1/runs", headers=admin).json["items"] == []
 
 

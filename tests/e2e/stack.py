@@ -53,6 +53,17 @@ class Stack:
         self.processes[name] = proc
         return proc
 
+    def start_worker(self) -> subprocess.Popen:
+        return self.start("worker", ["services.trainer_worker.worker", "--node", "local"])
+
+    def wait_until_worker_alive(self) -> None:
+        from shared.keys import Keys
+
+        client, key = redis.Redis.from_url(self.redis_url), Keys(self.prefix).node_alive("local")
+        self.wait_until("the worker's heartbeat", lambda: client.exists(key)
+                        or self.processes["worker"].poll() is not None, timeout_s=60)
+        assert self.processes["worker"].poll() is None, self.log_tail("worker")
+
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout_s: float = 20) -> None:
         proc = self.processes.pop(name, None)
         if proc is None or proc.poll() is not None:
@@ -77,7 +88,7 @@ class Stack:
         raise AssertionError(f"timed out waiting for {what}\n{tails}")
 
 
-def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2) -> Stack:
+def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[str, str] | None = None) -> Stack:
     prefix = f"e2e-{secrets.token_hex(4)}:"
     token = secrets.token_hex(16)
     home, artifacts = tmp / "home", tmp / "artifacts"
@@ -92,12 +103,13 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2) -> Stack:
     port = free_port()
     env = {**os.environ, "TRAINING_CONFIG": str(config_path), "TRAINING_HOME": str(home),
            "TRAINING_API_URL": f"http://127.0.0.1:{port}", "TRAINING_TOKEN": token, "PYTHONUNBUFFERED": "1"}
+    env.update(extra_env or {})
     for var in ("TRAINING_REDIS_URL", "TRAINING_KEY_PREFIX", "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN"):
         env.pop(var, None)
     stack = Stack(f"http://127.0.0.1:{port}", token, env, home, artifacts, redis_url, prefix)
     stack.start("api", ["services.api.main", "--port", str(port)])
     stack.start("scheduler", ["services.scheduler.main"])
-    stack.start("worker", ["services.trainer_worker.worker", "--node", "local"])
+    stack.start_worker()
 
     def healthy():
         try:
@@ -106,6 +118,7 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2) -> Stack:
             return False
 
     stack.wait_until("the API to answer", healthy, timeout_s=60)
+    stack.wait_until_worker_alive()
     return stack
 
 

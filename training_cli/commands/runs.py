@@ -142,3 +142,71 @@ def watch(cli: CliContext, run_id: str) -> None:
 def logs(cli: CliContext, run_id: str, follow: bool) -> None:
     """The run's events: TIME LEVEL MESSAGE."""
     follow_logs(cli.client, run_id, follow=follow)
+
+
+def _say(run: dict[str, Any], fmt: str, sentence: str) -> None:
+    if fmt == "table":
+        click.echo(sentence)
+    else:
+        emit(run, fmt, tables.run)
+
+
+@group.command("pause")
+@click.argument("run_id", metavar="ID")
+@output_option
+@pass_cli
+def pause(cli: CliContext, run_id: str, fmt: str) -> None:
+    """Pause a run: it writes a snapshot with training state and gives its GPUs back."""
+    run = cli.client.post(f"/v1/runs/{run_id}/pause", {})
+    _say(run, fmt, f"run {run_id}: pause requested; it writes a snapshot and becomes PAUSED "
+                   f"(training runs resume {run_id} continues it)")
+
+
+@group.command("resume")
+@click.argument("run_id", metavar="ID")
+@output_option
+@pass_cli
+def resume(cli: CliContext, run_id: str, fmt: str) -> None:
+    """Queue a PAUSED run again; it continues exactly where it stopped."""
+    run = cli.client.post(f"/v1/runs/{run_id}/resume", {})
+    _say(run, fmt, f"run {run_id}: {run.get('status')}; it continues from its pause snapshot")
+
+
+def branch_plan(parent_plan: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The parent's plan with the overrides merged in, key by key (SPEC 2.4)."""
+    merged = {k: v for k, v in parent_plan.items() if k not in ("restore",)}
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = branch_plan(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@group.command("branch")
+@click.argument("snapshot_id", metavar="SNAPSHOT")
+@click.option("--restore", "what", type=click.Choice(["weights", "trainingState"]), required=True,
+              help="weights: the adapter with a fresh optimizer; trainingState: continue exactly.")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node (trainingState: the snapshot's count).")
+@click.option("-f", "--file", "body_file", type=click.File("r"), help="Plan overrides (YAML or JSON).")
+@click.option("--max-steps", type=click.IntRange(min=1), help="Optimizer steps to train.")
+@click.option("--learning-rate", type=float, help="Peak learning rate.")
+@click.option("--dataset", help="Dataset id (default: the parent's).")
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="Any other plan field (repeatable).")
+@output_option
+@pass_cli
+def branch(cli: CliContext, snapshot_id: str, what: str, gpus: int | None, body_file: TextIO | None,
+           sets: tuple[str, ...], fmt: str, **flags: Any) -> None:
+    """Start a run from a snapshot: the parent's plan with the overrides applied."""
+    snapshot = cli.client.get(f"/v1/snapshots/{snapshot_id}")
+    parent_plan: dict[str, Any] = {"model": snapshot.get("model"), "method": snapshot.get("method"),
+                                   "precision": snapshot.get("precision")}
+    if snapshot.get("run"):
+        parent_plan = cli.client.get(f"/v1/runs/{snapshot['run']}").get("plan") or parent_plan
+    overrides = build_plan(body_file, {**flags, "gpus": gpus}, sets)
+    body = branch_plan(parent_plan, overrides)
+    body["restore"] = {"snapshot": snapshot_id, "what": what}
+    run = cli.client.post("/v1/runs", body)
+    emit(run, fmt, tables.run)
+    if fmt == "table":
+        click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)

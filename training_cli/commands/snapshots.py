@@ -37,3 +37,19 @@ def get(cli: CliContext, snapshot_id: str | None, fmt: str, **filters: Any) -> N
 def download(cli: CliContext, snapshot_id: str, directory: Path) -> None:
     """Write the snapshot's adapter (PEFT format) into DIR and print its path."""
     click.echo(str(download_adapter(cli.client, snapshot_id, directory)))
+
+
+@group.command("import")
+@click.argument("path", metavar="PATH", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--workload", help="The workload the snapshot belongs to.")
+@output_option
+@pass_cli
+def import_(cli: CliContext, path: Path, workload: str | None, fmt: str) -> None:
+    """Register a snapshot directory written elsewhere (release 0.5, another deployment).
+
+    The API reads PATH on its own machine (the artifact root is shared), checks its manifest and
+    records which of its parts this deployment can read."""
+    body: dict[str, Any] = {"path": str(path.resolve())}
+    if workload:
+        body["workload"] = workload
+    emit(cli.client.post("/v1/snapshots/import", body), fmt, tables.snapshot)

@@ -8,6 +8,7 @@ from services.api import runs as service
 from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
+from services.api.scheduling import with_waits
 from shared.errors import ValidationFailed
 
 bp = Blueprint("runs", __name__)
@@ -36,17 +37,27 @@ def create_run():
 def list_runs():
     limit, after = page_args()
     items, cursor = ctx().store.list("run", where=visible_filter(), limit=limit, after=after)
-    return page(items, cursor)
+    return page(with_waits(ctx(), items, principal()), cursor)
 
 
 @bp.get("/v1/runs/<run_id>")
 def get_run(run_id: str):
-    return service.get_run(ctx(), run_id)
+    return with_waits(ctx(), [service.get_run(ctx(), run_id)], principal())[0]
 
 
 @bp.delete("/v1/runs/<run_id>")
 def cancel_run(run_id: str):
     return service.cancel_run(ctx(), run_id)
+
+
+@bp.post("/v1/runs/<run_id>/pause")
+def pause_run(run_id: str):
+    return service.pause_run(ctx(), run_id)
+
+
+@bp.post("/v1/runs/<run_id>/resume")
+def resume_run(run_id: str):
+    return service.resume_run(ctx(), run_id)
 
 
 @bp.get("/v1/runs/<run_id>/events")

@@ -7,10 +7,10 @@ import tarfile
 
 from flask import Blueprint, request, send_file
 
-from services.api.auth import visible
+from services.api.auth import principal, require_workload, visible
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
-from shared.errors import NotFound
+from shared.errors import NotFound, ValidationFailed
 
 bp = Blueprint("snapshots", __name__)
 
@@ -29,6 +29,18 @@ def list_snapshots():
     return page(items, cursor)
 
 
+@bp.post("/v1/snapshots/import")
+def import_snapshot():
+    from services.api.snapshot_import import import_snapshot as register
+
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("path"), str):
+        raise ValidationFailed("the body must be a JSON object with the snapshot directory's `path`",
+                               details={"field": "path"})
+    workload = require_workload(body.get("workload") or principal().default_workload("runs"))
+    return register(ctx(), path=body["path"], workload=workload), 201
+
+
 @bp.get("/v1/snapshots/<snapshot_id>")
 def get_snapshot(snapshot_id: str):
     return _snapshot(snapshot_id)
@@ -43,7 +55,7 @@ def download_adapter(snapshot_id: str):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for file in sorted(adapter_dir.iterdir()):
-            if file.is_file():
+            if file.is_file() and file.name.startswith("adapter_"):
                 tar.add(file, arcname=file.name)
     buffer.seek(0)
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,

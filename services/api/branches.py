@@ -1,0 +1,59 @@
+"""Branch sources (SPEC 2.4, 3.3): which snapshot a plan restores, and whether it may.
+
+Checked at submission, before anything is queued; each refusal is a 422 with its sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.api.auth import Principal
+from services.api.context import Context
+from shared import reasons
+from shared.errors import NotFound, Unprocessable
+
+
+def snapshot_for(context: Context, snapshot_id: str, who: Principal) -> dict[str, Any]:
+    doc = context.store.get(snapshot_id)
+    if doc is None or doc.get("kind") != "snapshot" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(f"snapshot {snapshot_id} does not exist", details={"field": "restore.snapshot"})
+    return doc
+
+
+def check_restore(context: Context, plan: dict[str, Any], who: Principal) -> dict[str, Any] | None:
+    """The snapshot `plan` restores, after every rule of SPEC 3.3 holds; None for a fresh run."""
+    restore = plan.get("restore")
+    if not restore:
+        return None
+    snap = snapshot_for(context, restore["snapshot"], who)
+    readable = snap.get("readable") or {}
+    details = {"field": "restore", "snapshot": snap["id"]}
+    if not readable.get("weights"):
+        raise Unprocessable(reasons.WEIGHTS_UNREADABLE, details=details)
+    if snap.get("model") and snap["model"] != plan["model"]:
+        raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap["model"],
+                                                       plan_model=plan["model"]), details=details)
+    if restore["what"] == "weights":
+        return snap
+    if not (snap.get("contents") or {}).get("trainingState"):
+        raise Unprocessable(reasons.snapshot_has_no_training_state(snap["id"]), details=details)
+    if not readable.get("trainingState"):
+        raise Unprocessable(reasons.TRAINING_STATE_UNREADABLE, details=details)
+    gpus = plan["execution"]["gpus"]
+    if snap["gpus"] != gpus:
+        raise Unprocessable(reasons.training_state_gpu_mismatch(saved_gpus=snap["gpus"], run_gpus=gpus),
+                            details={**details, "savedGpus": snap["gpus"], "gpus": gpus})
+    for what in ("method", "precision"):
+        if snap.get(what) and snap[what] != plan[what]:
+            raise Unprocessable(reasons.branch_changes(what=what, parent=snap[what], plan=plan[what]), details=details)
+    return snap
+
+
+def check_engine(snapshot: dict[str, Any] | None, plan: dict[str, Any], engine: str) -> None:
+    """After resolution: a trainingState branch trains with its parent's engine."""
+    if snapshot is None or plan["restore"]["what"] != "trainingState":
+        return
+    parent = snapshot.get("engine")
+    if parent and parent != engine:
+        raise Unprocessable(reasons.branch_changes(what="engine", parent=parent, plan=engine),
+                            details={"field": "restore", "snapshot": snapshot["id"]})
