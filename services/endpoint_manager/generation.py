@@ -1,0 +1,264 @@
+"""Generation for the built-in serving process: plain Python over a loaded model, no web framework.
+
+One `Generator` owns the model (a PeftModel once any adapter is attached), its tokenizer and a lock.
+Every generation, and every adapter load or unload, holds the lock: one request at a time, which is
+what makes the built-in server batch-invariant (a prompt's greedy output never depends on what else
+is in flight). Generation runs in a worker thread that feeds token ids to the request thread, so a
+response can stream; a client that goes away cancels its generation at the next token.
+"""
+
+from __future__ import annotations
+
+import copy
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.errors import NotFound, ValidationFailed
+from shared.load_spec import LoadSpec, attach_adapter, sampling_defaults
+
+_DONE = object()
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """A request's sampling settings, over the model's defaults (`shared.load_spec.sampling_defaults`)."""
+
+    max_tokens: int
+    temperature: float  # 0: greedy
+    top_p: float
+    top_k: int  # 0: no top-k filter
+    repetition_penalty: float
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    @classmethod
+    def from_request(cls, body: dict[str, Any], defaults: dict[str, Any]) -> SamplingParams:
+        def number(name: str, kind, low: float, high: float | None = None):
+            value = body.get(name)
+            if value is None:
+                return kind(defaults[name])
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+                raise ValidationFailed(f"{name} must be a {'whole ' if kind is int else ''}number", details={"param": name})
+            if value < low or (high is not None and value > high):
+                bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+                raise ValidationFailed(f"{name} must be {bounds}, got {value}", details={"param": name})
+            return kind(value)
+
+        if body.get("n", 1) != 1:
+            raise ValidationFailed("n must be 1 on this server", details={"param": "n"})
+        if body.get("logprobs") not in (None, False) or body.get("best_of") not in (None, 1):
+            raise ValidationFailed("logprobs and best_of are not supported on this server", details={"param": "logprobs"})
+        stop = body.get("stop")
+        stop = [stop] if isinstance(stop, str) else (stop or [])
+        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+            raise ValidationFailed("stop must be a string or a list of non-empty strings", details={"param": "stop"})
+        seed = body.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValidationFailed("seed must be an integer", details={"param": "seed"})
+        if body.get("max_completion_tokens") is not None:  # the chat API's newer name for max_tokens
+            body = {**body, "max_tokens": body["max_completion_tokens"]}
+        top_p = number("top_p", float, 0.0, 1.0)
+        if top_p == 0:
+            raise ValidationFailed("top_p must be above 0", details={"param": "top_p"})
+        return cls(
+            max_tokens=number("max_tokens", int, 1),
+            temperature=number("temperature", float, 0.0, 2.0),
+            top_p=top_p,
+            top_k=max(number("top_k", int, -1), 0),  # vLLM's -1 (and 0) mean no top-k filter
+            repetition_penalty=number("repetition_penalty", float, 0.01),
+            stop=tuple(stop),
+            seed=seed,
+        )
+
+
+@dataclass
+class Outcome:
+    """What a finished generation produced; filled in as its text streams."""
+
+    prompt_tokens: int
+    completion_tokens: int = 0
+    finish_reason: str | None = None  # "stop" (end of sequence or a stop string) or "length"
+    text: list[str] = field(default_factory=list)
+
+
+class _TokenQueue:
+    """A transformers streamer (put/end) that hands generated token ids to the request thread."""
+
+    def __init__(self):
+        self.items: queue.Queue = queue.Queue()
+        self._prompt_seen = False
+
+    def put(self, value):
+        if not self._prompt_seen:  # generate() first puts the prompt itself
+            self._prompt_seen = True
+            return
+        self.items.put(value.reshape(-1).tolist())
+
+    def end(self):
+        self.items.put(_DONE)
+
+
+class Generator:
+    def __init__(self, model, tokenizer, spec: LoadSpec):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.spec = spec
+        self.adapters: dict[str, str] = dict(spec.adapters)
+        self.defaults = sampling_defaults(spec.generation_config)
+        self.max_context = getattr(model.config, "max_position_embeddings", None)
+        eos = model.generation_config.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()  # set once at shutdown: every generation ends at its next token
+
+    def shutdown(self, timeout_s: float = 10.0) -> bool:
+        """Cancel generations and wait for the model to be idle, so the process never exits while a
+        thread is inside torch (which aborts the interpreter). False if it did not get idle in time."""
+        self.stopping.set()
+        return self.lock.acquire(timeout=timeout_s)
+
+    # --- models and adapters -------------------------------------------------------------------
+    def check_model(self, name: str | None) -> str:
+        """The model name a request runs on (the base when it names none); unknown names are 404."""
+        if name is None or name == self.spec.served_model_name or name in self.adapters:
+            return name or self.spec.served_model_name
+        raise NotFound(f"The model `{name}` does not exist.", details={"param": "model"})
+
+    def load_adapter(self, name: str, path: str) -> None:
+        with self.lock:
+            if name in self.adapters or name == self.spec.served_model_name:
+                raise ValidationFailed(f"The lora adapter '{name}' has already been loaded.", details={"param": "lora_name"})
+            self.model = attach_adapter(self.model, name, path)
+            self.model.eval()
+            self.adapters[name] = path
+
+    def unload_adapter(self, name: str) -> None:
+        with self.lock:
+            if name not in self.adapters:
+                raise NotFound(f"The lora adapter '{name}' cannot be found.", details={"param": "lora_name"})
+            del self.adapters[name]
+            if self.adapters:
+                self.model.delete_adapter(name)
+            else:  # a PeftModel without adapters cannot generate: take the LoRA layers out again
+                self.model = self.model.unload()
+
+    # --- prompts -------------------------------------------------------------------------------
+    def encode_prompt(self, prompt: str) -> list[int]:
+        return self.tokenizer(prompt, add_special_tokens=True)["input_ids"]
+
+    def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def check_length(self, prompt_ids: list[int], params: SamplingParams) -> None:
+        asked = len(prompt_ids) + params.max_tokens
+        if self.max_context and asked > self.max_context:
+            raise ValidationFailed(
+                f"This model's maximum context length is {self.max_context} tokens. However, you requested "
+                f"{asked} tokens ({len(prompt_ids)} in the messages, {params.max_tokens} in the completion). "
+                "Please reduce the length of the messages or completion.",
+                details={"param": "max_tokens"},
+            )
+
+    # --- generation ----------------------------------------------------------------------------
+    def _generation_config(self, params: SamplingParams):
+        config = copy.deepcopy(self.model.generation_config)
+        config.max_new_tokens = params.max_tokens
+        config.min_new_tokens = None
+        config.repetition_penalty = params.repetition_penalty if params.repetition_penalty != 1.0 else None
+        config.do_sample = params.temperature > 0
+        if config.do_sample:
+            config.temperature, config.top_p = params.temperature, params.top_p
+            config.top_k = params.top_k or None
+        else:
+            config.temperature = config.top_p = config.top_k = None
+        return config
+
+    def _run(self, prompt_ids: list[int], params: SamplingParams, model_name: str, streamer, cancel) -> None:
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        generator = self
+
+        class Cancelled(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                stop = cancel.is_set() or generator.stopping.is_set()
+                return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
+
+        try:
+            with self.lock:
+                if cancel.is_set() or self.stopping.is_set():
+                    return
+                if params.seed is not None:
+                    torch.manual_seed(params.seed)
+                device = next(self.model.parameters()).device
+                ids = torch.tensor([prompt_ids], device=device)
+                kwargs = dict(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    generation_config=self._generation_config(params),
+                    streamer=streamer,
+                    stopping_criteria=StoppingCriteriaList([Cancelled()]),
+                )
+                with torch.inference_mode():
+                    if not self.adapters:
+                        self.model.generate(**kwargs)
+                    elif model_name in self.adapters:
+                        self.model.set_adapter(model_name)
+                        self.model.generate(**kwargs)
+                    else:
+                        with self.model.disable_adapter():
+                            self.model.generate(**kwargs)
+        except BaseException as exc:  # handed to the request thread, which raises it
+            streamer.items.put(exc)
+        finally:
+            streamer.end()
+
+    def generate(self, prompt_ids: list[int], params: SamplingParams, model_name: str, outcome: Outcome) -> Iterator[str]:
+        """Yield the completion's text as it grows; `outcome` holds the counts and finish reason at the end.
+
+        Stop strings are cut out as vLLM does (the text ends before the stop string); text that could
+        be the start of a stop string, or of a multi-byte character, is held back until it is not.
+        """
+        streamer, cancel = _TokenQueue(), threading.Event()
+        worker = threading.Thread(target=self._run, args=(prompt_ids, params, model_name, streamer, cancel), daemon=True)
+        worker.start()
+        token_ids: list[int] = []
+        sent = 0
+        hold = max((len(s) for s in params.stop), default=1) - 1
+        try:
+            while True:
+                item = streamer.items.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                token_ids.extend(item)
+                text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+                cut = min((i for i in (text.find(s) for s in params.stop) if i >= 0), default=-1)
+                if cut >= 0:
+                    outcome.finish_reason = "stop"
+                    cancel.set()
+                    yield from self._emit(outcome, text[sent:cut])
+                    break
+                ready = len(text) - hold
+                if not text.endswith("\ufffd") and ready > sent:
+                    yield from self._emit(outcome, text[sent:ready])
+                    sent = ready
+            if outcome.finish_reason is None:
+                text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+                yield from self._emit(outcome, text[sent:])
+                ended = bool(token_ids) and token_ids[-1] in self.eos_ids
+                outcome.finish_reason = "stop" if ended or len(token_ids) < params.max_tokens else "length"
+            outcome.completion_tokens = len(token_ids)
+        finally:
+            cancel.set()  # a client that stopped reading frees the model at the next token
+
+    @staticmethod
+    def _emit(outcome: Outcome, piece: str) -> Iterator[str]:
+        if piece:
+            outcome.text.append(piece)
+            yield piece

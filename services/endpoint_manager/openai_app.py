@@ -1,0 +1,209 @@
+"""The built-in server's HTTP surface: the parts of vLLM's OpenAI-compatible server the trainer uses.
+
+`GET /health`, `GET /v1/models`, `POST /v1/completions`, `POST /v1/chat/completions` (both with
+`stream`), `POST /v1/load_lora_adapter`, `POST /v1/unload_lora_adapter`. Bodies and errors answer
+like vLLM's (`{"error": {"message", "type", "param", "code"}}`), so the endpoint manager, the API's
+proxy and the official `openai` client cannot tell the two backends apart. Views only parse and
+serialise; generation lives in `generation.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from services.endpoint_manager.generation import Generator, Outcome, SamplingParams
+from shared.errors import TrainerError, ValidationFailed
+
+ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
+OWNED_BY = "the-trainer"
+
+
+def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": ERROR_TYPES.get(status, "BadRequestError"), "param": param, "code": status}}
+
+
+def _body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ValidationFailed("the request body must be a JSON object")
+    return body
+
+
+def _sse(payload: dict[str, Any] | str) -> str:
+    return f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n"
+
+
+def _usage(outcome: Outcome) -> dict[str, int]:
+    return {
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+        "total_tokens": outcome.prompt_tokens + outcome.completion_tokens,
+    }
+
+
+def create_app(generator: Generator, log) -> Flask:
+    app = Flask(__name__)
+    spec = generator.spec
+
+    @app.errorhandler(TrainerError)
+    def trainer_error(exc: TrainerError):
+        param = exc.details.get("param") if isinstance(exc.details, dict) else None
+        return jsonify(error_body(exc.status, exc.message, param)), exc.status
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        status = exc.code or 400
+        return jsonify(error_body(status, f"{exc.name}: {request.method} {request.path}")), status
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception):
+        log.exception("request failed", path=request.path)
+        return jsonify(error_body(500, f"the server failed to answer: {type(exc).__name__}: {exc}")), 500
+
+    @app.get("/health")
+    def health():
+        return Response(status=200)
+
+    @app.get("/v1/models")
+    def models():
+        created = int(time.time())
+        card = dict(object="model", created=created, owned_by=OWNED_BY, max_model_len=generator.max_context)
+        data = [{"id": spec.served_model_name, "root": spec.model_dir, "parent": None, **card}]
+        data += [{"id": name, "root": path, "parent": spec.served_model_name, **card} for name, path in generator.adapters.items()]
+        return jsonify({"object": "list", "data": data})
+
+    @app.post("/v1/load_lora_adapter")
+    def load_lora_adapter():
+        body = _body()
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
+            raise ValidationFailed("Both 'lora_name' and 'lora_path' must be provided.", details={"param": "lora_name"})
+        try:
+            generator.load_adapter(name, path)
+        except TrainerError:
+            raise
+        except Exception as exc:  # peft refusing the directory: the caller's input, not our failure
+            raise ValidationFailed(f"cannot load the lora adapter '{name}' from {path}: {exc}") from None
+        log.info("adapter loaded", adapter=name, path=path)
+        return Response(f"Success: LoRA adapter '{name}' added successfully.", status=200, mimetype="text/plain")
+
+    @app.post("/v1/unload_lora_adapter")
+    def unload_lora_adapter():
+        name = _body().get("lora_name")
+        if not isinstance(name, str) or not name:
+            raise ValidationFailed("'lora_name' must be provided.", details={"param": "lora_name"})
+        generator.unload_adapter(name)
+        log.info("adapter unloaded", adapter=name)
+        return Response(f"Success: LoRA adapter '{name}' removed successfully.", status=200, mimetype="text/plain")
+
+    def prepared(body: dict[str, Any], prompt_ids: list[int]):
+        if not prompt_ids:
+            raise ValidationFailed("the prompt is empty", details={"param": "prompt"})
+        params = SamplingParams.from_request(body, generator.defaults)
+        generator.check_length(prompt_ids, params)
+        return params
+
+    def finished(kind: str, model: str, outcome: Outcome, started: float) -> None:
+        log.info("request done", kind=kind, requested_model=model, prompt_tokens=outcome.prompt_tokens,
+                 completion_tokens=outcome.completion_tokens, finish_reason=outcome.finish_reason,
+                 duration_ms=round((time.monotonic() - started) * 1000, 1))
+
+    @app.post("/v1/completions")
+    def completions():
+        started, body = time.monotonic(), _body()
+        model = generator.check_model(body.get("model"))
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            prompt_ids = generator.encode_prompt(prompt)
+        elif isinstance(prompt, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            prompt_ids = list(prompt)  # token ids, as vLLM accepts
+        else:
+            raise ValidationFailed("prompt must be a string, a list of one string, or a list of token ids",
+                                   details={"param": "prompt"})
+        params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
+        head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()), "model": model}
+        pieces = generator.generate(prompt_ids, params, model, outcome)
+        if body.get("stream"):
+            def chunk(text: str, finish: str | None) -> dict[str, Any]:
+                return {**head, "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}]}
+            return _stream(pieces, outcome, head, body, chunk, lambda: finished("completion", model, outcome, started))
+        text = "".join(pieces)
+        finished("completion", model, outcome, started)
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": outcome.finish_reason, "stop_reason": None}
+        return jsonify({**head, "choices": [choice], "usage": _usage(outcome)})
+
+    @app.post("/v1/chat/completions")
+    def chat_completions():
+        started, body = time.monotonic(), _body()
+        model = generator.check_model(body.get("model"))
+        messages = _messages(body.get("messages"))
+        prompt_ids = generator.encode_chat(messages)
+        params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model}
+        pieces = generator.generate(prompt_ids, params, model, outcome)
+        if body.get("stream"):
+            def chunk(text: str | None, finish: str | None) -> dict[str, Any]:
+                delta = {"role": "assistant", "content": ""} if text is None else ({"content": text} if text else {})
+                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                return {**head, "object": "chat.completion.chunk", "choices": [choice]}
+            return _stream(pieces, outcome, head, body, chunk, lambda: finished("chat", model, outcome, started),
+                           opening=chunk(None, None))
+        text = "".join(pieces)
+        finished("chat", model, outcome, started)
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+                  "finish_reason": outcome.finish_reason, "stop_reason": None}
+        return jsonify({**head, "object": "chat.completion", "choices": [choice], "usage": _usage(outcome)})
+
+    return app
+
+
+def _messages(raw: Any) -> list[dict[str, str]]:
+    """Chat messages with string content (a list of text parts is joined, as vLLM does for text models)."""
+    if not isinstance(raw, list) or not raw:
+        raise ValidationFailed("messages must be a non-empty list", details={"param": "messages"})
+    messages = []
+    for i, message in enumerate(raw):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ValidationFailed(f"messages[{i}] must be an object with a role", details={"param": "messages"})
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+                raise ValidationFailed(f"messages[{i}]: this model reads text parts only", details={"param": "messages"})
+            content = "\n".join(str(p.get("text", "")) for p in content)
+        if not isinstance(content, str):
+            raise ValidationFailed(f"messages[{i}].content must be a string", details={"param": "messages"})
+        messages.append({"role": message["role"], "content": content})
+    return messages
+
+
+def _stream(pieces: Iterator[str], outcome: Outcome, head: dict, body: dict, chunk, done, opening=None) -> Response:
+    """Server-sent events as vLLM sends them: a chunk per piece of text, a last chunk with the finish
+    reason, a usage chunk when `stream_options.include_usage` asks for it, then `[DONE]`."""
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def events() -> Iterator[str]:
+        try:
+            if opening is not None:
+                yield _sse(opening)
+            for piece in pieces:
+                yield _sse(chunk(piece, None))
+            yield _sse(chunk("", outcome.finish_reason))
+            if include_usage:
+                yield _sse({**head, "object": chunk("", None)["object"], "choices": [], "usage": _usage(outcome)})
+        except Exception as exc:  # the status line is sent already: report in the stream, like vLLM
+            yield _sse(error_body(500, f"generation failed: {type(exc).__name__}: {exc}"))
+        finally:
+            pieces.close()
+            done()
+        yield _sse("[DONE]")
+
+    return Response(events(), mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})

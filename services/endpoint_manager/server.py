@@ -1,0 +1,118 @@
+"""The built-in serving process: a transformers model behind an OpenAI-compatible HTTP server.
+
+    python -m services.endpoint_manager.server --host 127.0.0.1 --port 8001 --load-spec spec.json \
+        [--endpoint-id ep-...]
+
+It stands where vLLM cannot run (CPU nodes, development, CI) and answers like vLLM's server
+(see `openai_app.py`). Lifecycle, which the endpoint manager relies on:
+
+    start -> load the model (port closed: "connection refused" means still loading)
+          -> bind the port and serve (GET /health answers 200)
+          -> SIGTERM or SIGINT: stop serving and exit 0 (also while still loading)
+
+It exits 1 when the load spec cannot be read or the model cannot be loaded or the port is taken,
+after logging why. Logs are JSON lines on stderr (shared.logs), bound to the endpoint id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+
+from shared import logs
+from shared.errors import TrainerError
+
+SERVICE = "endpoint-server"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m services.endpoint_manager.server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, required=True, help="port to listen on")
+    parser.add_argument("--load-spec", required=True, help="path of the load spec JSON (shared.load_spec.LoadSpec)")
+    parser.add_argument("--endpoint-id", default=os.environ.get("TRAINING_ENDPOINT_ID"),
+                        help="the endpoint this process serves, bound to every log line")
+    parser.add_argument("--log-level", default=os.environ.get("TRAINING_LOG_LEVEL", "INFO"))
+    return parser.parse_args(argv)
+
+
+class _Stop:
+    """SIGTERM/SIGINT: while loading, leave at once (exit 0); while serving, let main shut down cleanly."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.serving = False
+        self.signal: str | None = None
+
+    def __call__(self, signum, frame):
+        self.signal = signal.Signals(signum).name
+        if not self.serving:
+            raise SystemExit(0)
+        self.event.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    log = logs.configure(SERVICE, args.log_level)
+    if args.endpoint_id:
+        log = log.bind(endpoint=args.endpoint_id)
+    stop = _Stop()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # our own JSON line per request instead
+    # stderr is a JSON log: library deprecation notices would be the only lines that are not.
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+    from transformers.utils import logging as hf_logging
+
+    from services.endpoint_manager.generation import Generator
+    from services.endpoint_manager.openai_app import create_app
+    from shared.load_spec import LoadSpec, load_model
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        spec = LoadSpec.read(args.load_spec)
+        log = log.bind(model=spec.model, served_model_name=spec.served_model_name)
+        log.info("loading model", model_dir=spec.model_dir, dtype=spec.dtype, device=spec.device,
+                 adapters=sorted(spec.adapters), batch_invariant=spec.batch_invariant)
+        started = time.monotonic()
+        model, tokenizer = load_model(spec)
+    except TrainerError as exc:
+        log.error("cannot load the model", reason=exc.message)
+        return 1
+    except Exception as exc:
+        log.exception("cannot load the model", reason=f"{type(exc).__name__}: {exc}")
+        return 1
+    log.info("model loaded", load_s=round(time.monotonic() - started, 2))
+
+    from werkzeug.serving import make_server
+
+    generator = Generator(model, tokenizer, spec)
+    app = create_app(generator, log)
+    try:
+        server = make_server(args.host, args.port, app, threaded=True)
+    except OSError as exc:
+        log.error("cannot listen", host=args.host, port=args.port, reason=str(exc))
+        return 1
+    stop.serving = True
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    log.info("serving", host=args.host, port=server.server_port)
+    while not stop.event.wait(0.5):
+        pass
+    log.info("stopping", signal=stop.signal)
+    server.shutdown()
+    if not generator.shutdown(timeout_s=10.0):
+        log.warning("a generation did not stop in time; exiting anyway")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

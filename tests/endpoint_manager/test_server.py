@@ -1,0 +1,199 @@
+"""The built-in serving process, run for real and driven with the official `openai` client."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+import requests
+import torch
+from openai import OpenAI
+
+from shared.load_spec import load_model
+from tests.endpoint_manager.conftest import SERVED_NAME
+from tests.endpoint_manager.serving import ServingProcess
+
+PROMPT = "Hello, world! How are you today?"
+MESSAGES = [{"role": "user", "content": "What is the answer?"}]
+
+
+@pytest.fixture(scope="module")
+def spec(base_spec, adapter_dirs):
+    """The base model with adapter `alpha` loaded at start; `beta` is loaded at run time."""
+    return dataclasses.replace(base_spec, adapters={"alpha": str(adapter_dirs["alpha"])})
+
+
+@pytest.fixture(scope="module")
+def server(spec, tmp_path_factory):
+    proc = ServingProcess(spec, tmp_path_factory.mktemp("server"), endpoint_id="ep-test").start().wait_ready()
+    yield proc
+    proc.terminate()
+
+
+@pytest.fixture(scope="module")
+def client(server) -> OpenAI:
+    return OpenAI(base_url=f"{server.base_url}/v1", api_key="x", max_retries=0, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def in_process(spec, adapter_dirs):
+    """Greedy generation in this process from the same load spec: what the server must answer."""
+    model, tokenizer = load_model(spec)
+    model.load_adapter(str(adapter_dirs["beta"]), adapter_name="beta")
+
+    def generate(model_name: str, *, prompt: str | None = None, messages=None, max_tokens: int = 16) -> str:
+        if messages is not None:
+            prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=messages is None)
+        with torch.inference_mode():
+            if model_name == SERVED_NAME:
+                with model.disable_adapter():
+                    out = model.generate(**inputs, max_new_tokens=max_tokens, do_sample=False)
+            else:
+                model.set_adapter(model_name)
+                out = model.generate(**inputs, max_new_tokens=max_tokens, do_sample=False)
+        return tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    yield generate
+    torch.use_deterministic_algorithms(False)  # load_model's process-wide switch: leave other tests as they were
+
+
+def complete(client: OpenAI, model: str = SERVED_NAME, **kwargs):
+    return client.completions.create(model=model, prompt=kwargs.pop("prompt", PROMPT), max_tokens=16, temperature=0, **kwargs)
+
+
+def test_models_lists_the_base_and_its_adapters(client):
+    models = {m.id: m for m in client.models.list().data}
+    assert set(models) == {SERVED_NAME, "alpha"}
+    assert models["alpha"].parent == SERVED_NAME and models[SERVED_NAME].object == "model"
+
+
+def test_health_and_endpoint_bound_logs(server):
+    assert requests.get(f"{server.base_url}/health", timeout=5).status_code == 200
+    lines = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+    assert any(line["event"] == "serving" and line["endpoint"] == "ep-test" for line in lines)
+
+
+@pytest.mark.parametrize("model", [SERVED_NAME, "alpha"])
+def test_greedy_completion_is_deterministic_and_matches_the_load_spec(client, in_process, model):
+    first, second = complete(client, model), complete(client, model)
+    assert first.choices[0].text == second.choices[0].text == in_process(model, prompt=PROMPT)
+    assert first.choices[0].finish_reason == "length"
+    assert (first.usage.completion_tokens, first.usage.total_tokens) == (16, first.usage.prompt_tokens + 16)
+
+
+def test_an_adapter_changes_the_output(client):
+    assert complete(client, "alpha").choices[0].text != complete(client, SERVED_NAME).choices[0].text
+
+
+def test_streamed_completion_equals_the_whole_one(client):
+    chunks = list(complete(client, "alpha", stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == complete(client, "alpha").choices[0].text
+    assert chunks[-1].choices[0].finish_reason == "length" and len(chunks) > 2
+
+
+@pytest.mark.parametrize("model", [SERVED_NAME, "alpha"])
+def test_chat_streamed_and_not(client, in_process, model):
+    whole = client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=16, temperature=0)
+    assert whole.choices[0].message.role == "assistant"
+    assert whole.choices[0].message.content == in_process(model, messages=MESSAGES)
+    assert whole.usage.completion_tokens <= 16
+    stream = client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=16, temperature=0, stream=True,
+                                            stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == whole.choices[0].message.content
+    assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    assert chunks[-2].choices[0].finish_reason == whole.choices[0].finish_reason
+
+
+def test_a_stop_string_ends_the_text_before_it(client):
+    text = complete(client).choices[0].text
+    stop = text[5:8]
+    cut = complete(client, stop=[stop])
+    assert cut.choices[0].text == text[: text.find(stop)] and cut.choices[0].finish_reason == "stop"
+    streamed = "".join(c.choices[0].text for c in complete(client, stop=stop, stream=True))
+    assert streamed == cut.choices[0].text
+
+
+def test_seeded_sampling_repeats(client):
+    def sample(seed: int) -> str:
+        return client.completions.create(model="alpha", prompt=PROMPT, max_tokens=16, temperature=1.0, seed=seed).choices[0].text
+
+    assert sample(7) == sample(7)
+
+
+def test_concurrent_requests_get_their_solo_answers(client):
+    prompts = [PROMPT, "The quick brown fox", "Please reverse this word.", "0123456789"]
+    solo = {p: complete(client, "alpha", prompt=p).choices[0].text for p in prompts}
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda p: complete(client, "alpha", prompt=p).choices[0].text, prompts * 2))
+    assert together == [solo[p] for p in prompts * 2]
+
+
+def test_adapters_load_and_unload_at_run_time(server, client, in_process, adapter_dirs):
+    url = server.base_url
+    loaded = requests.post(f"{url}/v1/load_lora_adapter", json={"lora_name": "beta", "lora_path": str(adapter_dirs["beta"])})
+    assert loaded.status_code == 200, loaded.text
+    assert {m.id for m in client.models.list().data} == {SERVED_NAME, "alpha", "beta"}
+    beta = complete(client, "beta").choices[0].text
+    assert beta == in_process("beta", prompt=PROMPT)
+    assert beta not in (complete(client, SERVED_NAME).choices[0].text, complete(client, "alpha").choices[0].text)
+
+    again = requests.post(f"{url}/v1/load_lora_adapter", json={"lora_name": "beta", "lora_path": str(adapter_dirs["beta"])})
+    assert again.status_code == 400 and "already been loaded" in again.json()["error"]["message"]
+    nowhere = requests.post(f"{url}/v1/load_lora_adapter", json={"lora_name": "gamma", "lora_path": "/nonexistent"})
+    assert nowhere.status_code == 400
+
+    for name in ("beta", "alpha"):  # the last one out leaves the bare base model serving
+        assert requests.post(f"{url}/v1/unload_lora_adapter", json={"lora_name": name}).status_code == 200
+    assert [m.id for m in client.models.list().data] == [SERVED_NAME]
+    with pytest.raises(openai.NotFoundError):
+        complete(client, "beta")
+    assert complete(client).choices[0].text == in_process(SERVED_NAME, prompt=PROMPT)
+    assert requests.post(f"{url}/v1/unload_lora_adapter", json={"lora_name": "beta"}).status_code == 404
+    reloaded = requests.post(f"{url}/v1/load_lora_adapter", json={"lora_name": "alpha", "lora_path": str(adapter_dirs["alpha"])})
+    assert reloaded.status_code == 200 and complete(client, "alpha").choices[0].text == in_process("alpha", prompt=PROMPT)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "words"),
+    [
+        ("/v1/completions", "not json", 400, "must be a JSON object"),
+        ("/v1/completions", {"model": "nope", "prompt": "x"}, 404, "The model `nope` does not exist."),
+        ("/v1/completions", {"prompt": "x", "n": 2}, 400, "n must be 1"),
+        ("/v1/completions", {"prompt": "x", "temperature": 5}, 400, "temperature must be between"),
+        ("/v1/completions", {"prompt": "x", "max_tokens": 0}, 400, "max_tokens must be at least 1"),
+        ("/v1/completions", {"prompt": "x", "max_tokens": 5000}, 400, "maximum context length is 2048"),
+        ("/v1/completions", {"prompt": 3}, 400, "prompt must be"),
+        ("/v1/chat/completions", {"messages": []}, 400, "messages must be a non-empty list"),
+        ("/v1/unload_lora_adapter", {}, 400, "'lora_name' must be provided"),
+        ("/v1/nowhere", {}, 404, "Not Found"),
+    ],
+)
+def test_bad_requests_are_4xx_in_openai_shape(server, path, body, status, words):
+    kwargs = {"data": body} if isinstance(body, str) else {"json": body}
+    response = requests.post(f"{server.base_url}{path}", timeout=10, **kwargs)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert words in error["message"] and error["code"] == status and error["type"]
+    assert "Traceback" not in response.text
+
+
+def test_sigterm_while_loading_exits_zero(spec, tmp_path):
+    proc = ServingProcess(spec, tmp_path).start()
+    proc.wait_for_log("loading model")  # its signal handlers are in place from here on
+    with pytest.raises(requests.ConnectionError):  # the port opens only once the model is loaded
+        requests.get(f"{proc.base_url}/health", timeout=1)
+    assert proc.terminate() == 0
+
+
+def test_sigterm_exits_zero_even_while_generating(server, client):
+    """Last in the file: it stops the module's server, in the middle of a long streamed answer."""
+    stream = client.completions.create(model=SERVED_NAME, prompt=PROMPT, max_tokens=1500, temperature=0, stream=True)
+    next(iter(stream))
+    assert server.terminate() == 0
+    assert '"event": "stopping"' in server.log()
