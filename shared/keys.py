@@ -68,5 +68,10 @@ class Keys:
     def fence(self, resource_id: str) -> str:
         return f"{self.prefix}fence:{resource_id}"
 
+    # --- endpoint managers (owned by services/endpoint_manager)
+    def endpoint_manager(self, node: str) -> str:
+        """String with a TTL: the token of the one endpoint manager acting for this node."""
+        return f"{self.prefix}node:{node}:endpoint-manager"
+
     def celery_prefix(self) -> str:
         return f"{self.prefix}celery:"

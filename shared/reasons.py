@@ -6,6 +6,8 @@ constant or a small formatter here and nowhere else. Tests check them letter for
 
 from __future__ import annotations
 
+import signal
+
 
 def engine_refused(*, method: str, kl_penalty: float, restores_weights: bool, gpus: int) -> str:
     """SPEC 3.1: the resolver found no engine for what the run asked for."""
@@ -45,16 +47,16 @@ def endpoint_stopped_before_request(endpoint_id: str) -> str:
 
 # --- Plans that can never fit (SPEC 3.1, 5): refused at submission, each with its own sentence.
 
-def gpus_exceed_every_node(*, gpus: int, pool: str, largest_node_gpus: int) -> str:
+def gpus_exceed_every_node(*, gpus: int, pool: str, largest_node_gpus: int, kind: str = "run") -> str:
     return (
-        f"this run asks for {gpus} GPU(s) of one node, and the largest node of pool {pool} "
+        f"this {kind} asks for {gpus} GPU(s) of one node, and the largest node of pool {pool} "
         f"has {largest_node_gpus}"
     )
 
 
-def gpus_exceed_quota(*, gpus: int, workload: str, pool: str, quota_gpus: int) -> str:
+def gpus_exceed_quota(*, gpus: int, workload: str, pool: str, quota_gpus: int, kind: str = "run") -> str:
     return (
-        f"this run asks for {gpus} GPU(s), and workload {workload} may hold at most "
+        f"this {kind} asks for {gpus} GPU(s), and workload {workload} may hold at most "
         f"{quota_gpus} GPU(s) in pool {pool}"
     )
 
@@ -208,3 +210,62 @@ def memory_exceeded(*, model: str, needs_gib: float, precision: str, pool: str, 
         f"model {model} needs about {needs_gib:.1f} GiB per GPU to train in {precision} with this adapter, "
         f"and the nodes of pool {pool} have {'' if uniform else 'at most '}{has_gib:.1f} GiB per GPU"
     )
+
+
+# --- Endpoints as the API sees them.
+
+def endpoint_not_ready(endpoint_id: str, phase: str) -> str:
+    """A request through the trainer to an endpoint that is not READY is refused with its phase."""
+    return f"endpoint {endpoint_id} is {phase}; it answers requests once READY"
+
+
+def endpoint_name_taken(name: str, endpoint_id: str, phase: str) -> str:
+    return f"endpoint name {name} is taken by {endpoint_id} ({phase})"
+
+
+def endpoint_unknown(model: str) -> str:
+    return f"no endpoint has the id or name {model}; `training endpoints get` lists them"
+
+
+ENDPOINT_STOPPED_BY_USER = "stopped by the user"
+ENDPOINT_PROCESS_UNREACHABLE = "the endpoint's serving process did not answer"
+
+
+# --- Endpoints as the endpoint manager moves them (services/endpoint_manager).
+
+ENDPOINT_PROCESS_LOST = "serving process lost; starting it again"
+
+
+def endpoint_ready(address: str) -> str:
+    """The event of an endpoint whose serving process answered its first probe."""
+    return f"ready at {address}"
+
+
+def endpoint_process_started(*, pid: int, port: int, backend: str) -> str:
+    return f"serving process started on port {port} (pid {pid}, backend {backend})"
+
+
+def endpoint_start_timed_out(start_timeout_s: int | float) -> str:
+    """Detail of an endpoint that was STARTING for longer than its startTimeout."""
+    return f"did not become ready within {int(start_timeout_s)}s; see its log"
+
+
+def endpoint_process_ended(exit_code: int) -> str:
+    """Detail of an endpoint whose serving process ended before it answered."""
+    if exit_code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-exit_code).name}"
+        except ValueError:
+            how = f"was killed by signal {-exit_code}"
+    else:
+        how = f"exited with code {exit_code}"
+    return f"its serving process {how} before it was ready; see its log"
+
+
+def endpoint_could_not_start(error: str) -> str:
+    return f"could not start its serving process: {error}"
+
+
+def endpoint_idle_stopped(idle_timeout_s: int | float) -> str:
+    """Detail of an endpoint stopped by its idleTimeout (SPEC 6): `stopped after 1h00m without a request`."""
+    return f"stopped after {idle_text(idle_timeout_s)} without a request"

@@ -52,7 +52,8 @@ _RUN_EDGES: dict[RunStatus, frozenset[RunStatus]] = {
 
 class IllegalTransition(Exception):
     def __init__(self, kind: str, current: str, target: str):
-        super().__init__(f"a {kind} cannot go from {current} to {target}")
+        article = "an" if kind[:1] in "aeiou" else "a"
+        super().__init__(f"{article} {kind} cannot go from {current} to {target}")
         self.kind, self.current, self.target = kind, current, target
 
 
@@ -72,3 +73,41 @@ class ClaimState(StrEnum):
     WAITING = "WAITING"  # in its pool's sorted set, not yet granted
     GRANTED = "GRANTED"  # holds devices of one node; its work is dispatched to that node
     RELEASED = "RELEASED"  # gave its devices back (work ended or was cancelled)
+
+
+class EndpointPhase(StrEnum):
+    QUEUED = "QUEUED"  # waiting in its pool's queue for GPUs
+    STARTING = "STARTING"  # GPUs granted; its serving process is starting (or restarting after a loss)
+    READY = "READY"  # its serving process answers; requests are proxied to its address
+    TERMINATED = "TERMINATED"  # stopped (deleted, or idle past its idleTimeout); GPUs released
+    FAILED = "FAILED"  # could not be served (start timeout, process error); `detail` says why
+
+    @classmethod
+    def terminal(cls) -> frozenset["EndpointPhase"]:
+        return frozenset({cls.TERMINATED, cls.FAILED})
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in self.terminal()
+
+
+_ENDPOINT_EDGES: dict[EndpointPhase, frozenset[EndpointPhase]] = {
+    EndpointPhase.QUEUED: frozenset({EndpointPhase.STARTING, EndpointPhase.TERMINATED, EndpointPhase.FAILED}),
+    EndpointPhase.STARTING: frozenset({EndpointPhase.READY, EndpointPhase.TERMINATED, EndpointPhase.FAILED}),
+    # READY -> STARTING: its serving process was lost; it keeps its GPUs and is started again.
+    EndpointPhase.READY: frozenset({EndpointPhase.STARTING, EndpointPhase.TERMINATED, EndpointPhase.FAILED}),
+    EndpointPhase.TERMINATED: frozenset(),
+    EndpointPhase.FAILED: frozenset(),
+}
+
+
+def endpoint_transition(current: EndpointPhase | str, target: EndpointPhase | str) -> EndpointPhase:
+    """Return `target` if an endpoint may go there from `current`, else raise IllegalTransition."""
+    current, target = EndpointPhase(current), EndpointPhase(target)
+    if target not in _ENDPOINT_EDGES[current]:
+        raise IllegalTransition("endpoint", current, target)
+    return target
+
+
+def endpoint_edges() -> dict[EndpointPhase, frozenset[EndpointPhase]]:
+    return dict(_ENDPOINT_EDGES)

@@ -4,6 +4,7 @@
     api        python -m services.api.main --host 127.0.0.1 --port PORT
     scheduler  python -m services.scheduler.main
     worker-N   python -m services.trainer_worker.worker --node N   (one per node of the config)
+    endpoint-manager-N  python -m services.endpoint_manager.main --node N --stop-serving-on-exit
 
 Each runs in a session of its own (so `down` can stop its whole process group) with its output in
 $TRAINING_HOME/stack/logs/NAME.log.
@@ -72,6 +73,9 @@ def service_commands(port: int, nodes: list[str]) -> dict[str, list[str]]:
     }
     for node in nodes:
         commands[f"worker-{node}"] = [python, "-m", "services.trainer_worker.worker", "--node", node]
+        # `training down` stops the manager; its serving processes (sessions of their own) stop with it.
+        commands[f"endpoint-manager-{node}"] = [python, "-m", "services.endpoint_manager.main", "--node", node,
+                                                "--stop-serving-on-exit"]
     return commands
 
 

@@ -279,3 +279,31 @@ def pool(p: dict[str, Any]) -> list[Any]:
 
 def _quotas(quotas: list[dict[str, Any]] | None) -> str:
     return ", ".join(f"{q['workload']} {q['held']}/{q['gpus']}" for q in quotas or []) or "-"
+
+
+def endpoints(page: Any) -> Any:
+    rows = [
+        [e.get("id"), e.get("name"), e.get("phase"), e.get("model"), e.get("snapshot"), e.get("gpus"),
+         e.get("address"), when(e.get("stopsAt")), e.get("workload"), when(e.get("createdAt"))]
+        for e in items_of(page)
+    ]
+    return list_table(["ID", "Name", "Phase", "Model", "Snapshot", "GPUs", "Address", "Stops at", "Workload",
+                       "Created"], rows)
+
+
+def endpoint(e: dict[str, Any]) -> Any:
+    scheduling = e.get("scheduling") or {}
+    pairs = [
+        ("ID", e.get("id")), ("Name", e.get("name")), ("Phase", e.get("phase")), ("Model", e.get("model")),
+        ("Snapshot", e.get("snapshot")), ("Address", e.get("address")),
+        ("Pool", e.get("pool")), ("GPUs", e.get("gpus")), ("Devices", _devices(scheduling)),
+        ("Idle timeout", f"{e['idleTimeout']}s" if e.get("idleTimeout") else "never"),
+        ("Start timeout", f"{e.get('startTimeout')}s"),
+        ("Last request", when(e.get("lastRequestAt"))), ("Ready since", when(e.get("readyAt"))),
+    ]
+    if e.get("phase") == "READY" and e.get("stopsAt"):
+        pairs.append(("Stops at", f"{when(e['stopsAt'])} unless a request comes first"))
+    if e.get("phase") == "QUEUED":
+        pairs.append(("Waiting on", waiting_text(scheduling) or "GPUs"))
+    pairs += [("Detail", e.get("detail")), ("Workload", e.get("workload")), ("Created", when(e.get("createdAt")))]
+    return fields_table(pairs)

@@ -30,10 +30,11 @@ class Context:
         artifacts = ArtifactRoot(config.artifact_root)
         return cls(config, client, keys, Store(client, keys), artifacts, Catalog(config, artifacts))
 
-    def claims(self):
+    def claims(self, *, checked: bool = False):
+        """The claim queues; `checked` ones refuse claims that could never be granted."""
         from services.scheduler.queue import ClaimQueue
 
-        return ClaimQueue(self.redis, self.keys)
+        return ClaimQueue(self.redis, self.keys, config=self.config if checked else None)
 
 
 def ctx() -> Context:

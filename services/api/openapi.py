@@ -8,6 +8,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from services.api import schemas
+from shared.endpoint_schema import EndpointCreateSchema
 from shared.plans import PlanSchema
 from shared.version import VERSION
 
@@ -31,13 +32,31 @@ ROUTES = {
         "get": ("one run", None, schemas.RunSchema, 200),
         "delete": ("cancel a run", None, schemas.RunSchema, 200),
     },
+    "/v1/runs/{runId}/pause": {"post": ("pause: a snapshot with training state, GPUs released", None,
+                                        schemas.RunSchema, 200)},
+    "/v1/runs/{runId}/resume": {"post": ("queue a PAUSED run again; it continues exactly", None,
+                                         schemas.RunSchema, 200)},
     "/v1/runs/{runId}/events": {"get": ("the run's event log (?after=N)", None, None, 200)},
     "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series (?after=N)", None, None, 200)},
+    "/v1/endpoints": {
+        "post": ("start an endpoint (it queues for GPUs)", EndpointCreateSchema, schemas.EndpointSchema, 201),
+        "get": ("list endpoints (?status, ?workload)", None, schemas.page_schema(schemas.EndpointSchema), 200),
+    },
+    "/v1/endpoints/{endpointId}": {
+        "get": ("one endpoint; stopsAt while READY, what it waits on while QUEUED", None, schemas.EndpointSchema, 200),
+        "delete": ("stop an endpoint", None, schemas.EndpointSchema, 200),
+    },
+    "/v1/chat/completions": {"post": ("OpenAI chat completions, proxied to the endpoint named by `model` "
+                                      "(its id or name); streams with stream: true", None, None, 200)},
+    "/v1/completions": {"post": ("OpenAI completions, proxied like chat completions", None, None, 200)},
+    "/v1/models": {"get": ("the READY endpoints, as OpenAI lists models", None, None, 200)},
     "/v1/pools": {"get": ("the pools: nodes, free and held GPUs, quotas with current use", None,
                           schemas.page_schema(schemas.PoolSchema), 200)},
     "/v1/pools/{poolName}": {"get": ("one pool with its holders and its queue in order, each claim's reason",
                                      None, schemas.PoolSchema, 200)},
     "/v1/snapshots": {"get": ("list snapshots (?run)", None, schemas.page_schema(schemas.SnapshotSchema), 200)},
+    "/v1/snapshots/import": {"post": ("register a snapshot directory ({path}) written elsewhere; records which "
+                                      "parts this deployment reads", None, schemas.SnapshotSchema, 201)},
     "/v1/snapshots/{snapshotId}": {"get": ("one snapshot", None, schemas.SnapshotSchema, 200)},
     "/v1/snapshots/{snapshotId}/adapter": {"get": ("the adapter (PEFT format) as .tar.gz", None, None, 200)},
 }

@@ -32,7 +32,7 @@ def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True) -> 
     def where(doc: dict[str, Any]) -> bool:
         return (
             who.may_use(doc.get("workload", ""))
-            and (statuses is None or doc.get("status") in statuses)
+            and (statuses is None or doc.get("status", doc.get("phase")) in statuses)  # endpoints: phase
             and (workload is None or doc.get("workload") == workload)
             and extra(doc)
         )

@@ -30,11 +30,12 @@ def pool_state(context: Context, pool_name: str) -> dict[str, Any]:
 
 
 def with_waits(context: Context, runs: list[dict[str, Any]], who: Principal) -> list[dict[str, Any]]:
-    """The runs, each QUEUED one with `scheduling.position / reason / quota / waitingOn /
-    waitingText` filled in; each pool is read once."""
+    """The runs (or evaluations, or endpoints), each QUEUED one with `scheduling.position /
+    reason / quota / waitingOn / waitingText` filled in; each pool is read once."""
     queued: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        if run.get("status") == RunStatus.QUEUED and (run.get("scheduling") or {}).get("claim"):
+        state = run.get("status") or run.get("phase")  # runs have a status, endpoints a phase
+        if state == RunStatus.QUEUED and (run.get("scheduling") or {}).get("claim"):
             if context.config.pool(run.get("pool") or "") is not None:
                 queued.setdefault(run["pool"], []).append(run)
     now = time.time()

@@ -209,3 +209,20 @@ def page_schema(item: type[Schema]) -> type[Schema]:
         {"items": fields.List(fields.Nested(item)), "nextCursor": fields.String(allow_none=True)},
         name=f"{item.__name__.removesuffix('Schema')}PageSchema",
     )
+
+
+class EndpointSchema(ResourceSchema):
+    name = fields.String(allow_none=True)
+    phase = fields.String(metadata={"description": "QUEUED, STARTING, READY, TERMINATED, FAILED"})
+    model = fields.String()
+    snapshot = fields.String(allow_none=True, metadata={"description": "the snapshot whose adapter it serves"})
+    gpus = fields.Integer()
+    pool = fields.String()
+    address = fields.String(allow_none=True, metadata={"description": "its serving process, only while READY"})
+    idleTimeout = fields.Integer(metadata={"description": "seconds without a request before it stops; 0 = never"})
+    startTimeout = fields.Integer()
+    lastRequestAt = fields.String(allow_none=True, metadata={"description": "last request proxied through the trainer"})
+    readyAt = fields.String(allow_none=True, metadata={"description": "when the trainer first saw it answering"})
+    stopsAt = fields.String(allow_none=True, metadata={"description": "while READY: when it stops unless a request comes"})
+    scheduling = fields.Dict()
+    stopRequested = fields.Boolean()

@@ -2,6 +2,9 @@
 devices and gives back devices whose work has ended. (Queue positions are not written: they are
 derived at read time, services/scheduler/waiting.py.)
 
+An endpoint is not sent a task: its claim moves it QUEUED -> STARTING, and the endpoint manager
+of the node (services/endpoint_manager) finds it among the node's granted endpoint claims.
+
 Dispatch is idempotent. If the scheduler dies between a grant and its dispatch, the next pass
 finds the GRANTED claim without `dispatchedAt` and dispatches it again, unless the task it sent
 before dying still waits in the node's queue (its task id is the claim id); the worker's lease
@@ -19,14 +22,14 @@ from shared import reasons
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
-from shared.states import ClaimState, RunStatus, run_transition
-from shared.store import Store
+from shared.states import ClaimState, EndpointPhase, RunStatus, endpoint_transition, run_transition
+from shared.store import Store, now_iso
 
 from services.scheduler.queue import ClaimQueue
 
-# Statuses in which a resource no longer needs devices. Runs: their state machine; the other
-# kinds (evaluations, endpoints) have no state machine in shared/ yet, so this names their likely
-# end states until they do.
+# Statuses in which a resource no longer needs devices. Runs and endpoints: their state machines;
+# evaluations have no state machine in shared/ yet, so this names their likely end states until
+# they do.
 _RUN_DONE = frozenset(RunStatus.terminal() | {RunStatus.PAUSED})
 # Two schedulers never dispatch one claim at once: the first takes this lock. One that dies
 # holding it delays a re-dispatch by this long, and the re-dispatch checks the broker queue first.
@@ -41,6 +44,8 @@ def needs_no_devices(kind: str, doc: dict[str, Any] | None) -> bool:
     """True when the claim's resource is gone or has ended, so its claim can be released."""
     if doc is None:
         return True
+    if kind == "endpoint":
+        return doc.get("phase") in EndpointPhase.terminal()
     return doc.get("status") in (_RUN_DONE if kind == "run" else _OTHER_DONE)
 
 
@@ -76,6 +81,32 @@ def _start_run(store: Store, claim: dict[str, Any]) -> str:
     return outcome
 
 
+def _start_endpoint(store: Store, claim: dict[str, Any]) -> str:
+    """Move the claim's endpoint QUEUED -> STARTING on the claim's devices; its start timeout runs
+    from now. Returns started | resend (already started under this claim) | gone."""
+    outcome = "gone"
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal outcome
+        scheduling = doc.get("scheduling") or {}
+        if doc.get("phase") == EndpointPhase.QUEUED:
+            outcome = "started"
+            doc["phase"] = endpoint_transition(doc["phase"], EndpointPhase.STARTING).value
+            doc["scheduling"] = {**scheduling, "claim": claim["id"], "node": claim["node"],
+                                 "devices": claim["devices"]}
+            doc["startingSince"] = now_iso()
+            return doc
+        started = doc.get("phase") in (EndpointPhase.STARTING, EndpointPhase.READY)
+        outcome = "resend" if started and scheduling.get("claim") == claim["id"] else "gone"
+        return None
+
+    try:
+        store.update(claim["resource"], change)
+    except NotFound:
+        return "gone"
+    return outcome
+
+
 def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: dict[str, Any], log: Any) -> bool:
     """Hand one granted claim's work to its node. Returns False when the claim was released instead."""
     log = _bound(log, claim)
@@ -85,6 +116,8 @@ def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: d
         outcome = "gone"  # the resource was cancelled or re-queued under another claim
     elif claim["kind"] == "run":
         outcome = _start_run(store, claim)
+    elif claim["kind"] == "endpoint":
+        outcome = _start_endpoint(store, claim)
     else:
         outcome = "started" if store.get(claim["resource"]) is not None else "gone"
     if outcome == "gone":
@@ -94,7 +127,8 @@ def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: d
     if outcome == "started":
         sentence = reasons.granted(gpus=claim["gpus"], node=claim["node"], devices=claim["devices"])
         store.add_event(claim["resource"], sentence)
-    if outcome == "started" or not _still_queued(store, claim):
+    # An endpoint gets no task: the node's endpoint manager starts it.
+    if claim["kind"] != "endpoint" and (outcome == "started" or not _still_queued(store, claim)):
         celery_app.send_task(
             EXECUTE_TASK, args=[claim["kind"], claim["resource"], claim["id"]],
             queue=node_queue(claim["node"]), task_id=claim["id"],

@@ -83,7 +83,7 @@ class ClaimQueue:
         claim_id: str | None = None,
     ) -> dict[str, Any]:
         """Queue a new claim at the back of its pool (or at `seq`, for a re-queued claim)."""
-        self._check(kind=kind, pool=pool, gpus=gpus, workload=workload)
+        self.check(kind=kind, pool=pool, gpus=gpus, workload=workload)
         if seq is None:
             seq = int(self.redis.incr(self.keys.claim_seq()))
         claim = {
@@ -292,7 +292,7 @@ class ClaimQueue:
             start, size = start + size, min(size * 4, 128 * READ_CHUNK)
 
     # --- helpers
-    def _check(self, *, kind: str, pool: str, gpus: int, workload: str) -> None:
+    def check(self, *, kind: str, pool: str, gpus: int, workload: str) -> None:
         if kind not in CLAIM_KINDS:
             raise ValueError(f"claim kind must be one of {', '.join(CLAIM_KINDS)}, not {kind!r}")
         if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
@@ -308,11 +308,12 @@ class ClaimQueue:
             )
         largest = spec.largest_node_gpus
         if gpus > largest:
-            raise Unprocessable(reasons.gpus_exceed_every_node(gpus=gpus, pool=pool, largest_node_gpus=largest))
+            raise Unprocessable(reasons.gpus_exceed_every_node(gpus=gpus, pool=pool, largest_node_gpus=largest,
+                                                                kind=kind))
         quota = spec.quotas.get(workload)
         if quota is not None and gpus > quota:
             raise Unprocessable(
-                reasons.gpus_exceed_quota(gpus=gpus, workload=workload, pool=pool, quota_gpus=quota)
+                reasons.gpus_exceed_quota(gpus=gpus, workload=workload, pool=pool, quota_gpus=quota, kind=kind)
             )
 
     def _split(self, client: Any, ids: Any, state: ClaimState) -> tuple[list[dict[str, Any]], list[str]]:

@@ -88,7 +88,8 @@ class Stack:
         raise AssertionError(f"timed out waiting for {what}\n{tails}")
 
 
-def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[str, str] | None = None) -> Stack:
+def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[str, str] | None = None,
+                endpoint_manager: bool = False) -> Stack:
     prefix = f"e2e-{secrets.token_hex(4)}:"
     token = secrets.token_hex(16)
     home, artifacts = tmp / "home", tmp / "artifacts"
@@ -110,6 +111,8 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[st
     stack.start("api", ["services.api.main", "--port", str(port)])
     stack.start("scheduler", ["services.scheduler.main"])
     stack.start_worker()
+    if endpoint_manager:
+        stack.start("endpoint-manager", ["services.endpoint_manager.main", "--node", "local", "--stop-serving-on-exit"])
 
     def healthy():
         try:

@@ -161,8 +161,8 @@ def test_a_scheduler_killed_mid_pass_loses_and_duplicates_nothing(queue, store, 
 
 
 def test_an_endpoint_holding_the_pool_shows_on_the_waiting_run_word_for_word(queue, store, keys, scheduler_env):
-    """The endpoint manager does not exist yet: this seeds what it will write, an endpoint claim
-    (ClaimQueue.submit(kind="endpoint", model=...)) and an endpoint document with lastRequestAt.
+    """This seeds what the API writes, an endpoint claim (ClaimQueue.submit(kind="endpoint",
+    model=...)) and a QUEUED endpoint document, with the lastRequestAt its proxy records.
     The real scheduler grants the claims; the API derives what the run waits on."""
     from datetime import UTC, datetime
 
@@ -175,7 +175,7 @@ def test_an_endpoint_holding_the_pool_shows_on_the_waiting_run_word_for_word(que
         endpoint_id = new_id(Kind.ENDPOINT)
         idle_since = datetime.fromtimestamp(time.time() - (42 * 60 + 10), UTC).isoformat().replace("+00:00", "Z")
         store.create({"id": endpoint_id, "kind": "endpoint", "workload": "endpoints", "model": "Qwen/Qwen3-8B",
-                      "lastRequestAt": idle_since})
+                      "phase": "QUEUED", "lastRequestAt": idle_since})
         held = claims.submit(kind="endpoint", resource_id=endpoint_id, pool="default", gpus=4,
                              workload="endpoints", model="Qwen/Qwen3-8B")
         ids = []

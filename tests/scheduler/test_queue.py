@@ -129,7 +129,8 @@ def test_claims_that_could_never_be_granted_are_refused(queue):
     assert too_big.value.message == reasons.gpus_exceed_every_node(gpus=5, pool="gpu", largest_node_gpus=4)
     with pytest.raises(Unprocessable) as over_quota:
         queue.submit(kind="endpoint", resource_id="ep-1", pool="gpu", gpus=3, workload="endpoints")
-    assert over_quota.value.message == reasons.gpus_exceed_quota(gpus=3, workload="endpoints", pool="gpu", quota_gpus=2)
+    assert over_quota.value.message == reasons.gpus_exceed_quota(gpus=3, workload="endpoints", pool="gpu", quota_gpus=2,
+                                                                 kind="endpoint")
     with pytest.raises(ValidationFailed):
         submit(queue, pool="nowhere")
     with pytest.raises(ValidationFailed):

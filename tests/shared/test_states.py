@@ -2,7 +2,14 @@ import itertools
 
 import pytest
 
-from shared.states import IllegalTransition, RunStatus, run_edges, run_transition
+from shared.states import (
+    EndpointPhase,
+    IllegalTransition,
+    RunStatus,
+    endpoint_transition,
+    run_edges,
+    run_transition,
+)
 
 ALLOWED = {
     ("QUEUED", "STARTING"), ("QUEUED", "CANCELLED"), ("QUEUED", "FAILED"),
@@ -25,3 +32,19 @@ def test_every_pair_of_run_statuses(current, target):
 def test_terminal_statuses_have_no_way_out():
     assert RunStatus.terminal() == {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
     assert all(not run_edges()[s] for s in RunStatus.terminal())
+
+
+ENDPOINT_ALLOWED = {
+    ("QUEUED", "STARTING"), ("QUEUED", "TERMINATED"), ("QUEUED", "FAILED"),
+    ("STARTING", "READY"), ("STARTING", "TERMINATED"), ("STARTING", "FAILED"),
+    ("READY", "STARTING"), ("READY", "TERMINATED"), ("READY", "FAILED"),
+}
+
+
+@pytest.mark.parametrize("current, target", list(itertools.product(EndpointPhase, EndpointPhase)))
+def test_every_pair_of_endpoint_phases(current, target):
+    if (current.value, target.value) in ENDPOINT_ALLOWED:
+        assert endpoint_transition(current, target) is target
+    else:
+        with pytest.raises(IllegalTransition, match=f"an endpoint cannot go from {current} to {target}"):
+            endpoint_transition(current, target)

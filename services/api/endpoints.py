@@ -1,0 +1,122 @@
+"""Endpoints: create (queue a claim), read (derive stopsAt and what a queued one waits on),
+stop; and find the endpoint a proxied request names (SPEC 2.6, 6)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from services.api.auth import Principal, require_workload, visible
+from services.api.branches import snapshot_for
+from services.api.context import Context
+from shared import reasons
+from shared.config import DEFAULT_WORKLOADS
+from shared.endpoint_schema import parse_endpoint
+from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from shared.ids import Kind, new_id
+from shared.states import EndpointPhase, endpoint_transition
+from shared.store import now_iso
+
+
+def _live_named(context: Context, name: str) -> dict[str, Any] | None:
+    found, _ = context.store.list(
+        "ep", where=lambda d: d.get("name") == name and not EndpointPhase(d["phase"]).is_terminal, limit=1)
+    return found[0] if found else None
+
+
+def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
+    spec = parse_endpoint(body)
+    workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["endpoint"]))
+    context.catalog.raw(spec["model"])  # 404 naming the model when it is not in the catalog
+    pool_name = spec["pool"] or context.config.default_pool
+    if context.config.pool(pool_name) is None:
+        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
+                               details={"field": "pool", "pools": list(context.config.pools)})
+    if spec["snapshot"]:
+        snap = snapshot_for(context, spec["snapshot"], who)
+        if not (snap.get("readable") or {}).get("weights"):
+            raise Unprocessable(reasons.WEIGHTS_UNREADABLE, details={"field": "snapshot"})
+        if snap.get("model") != spec["model"]:
+            raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap.get("model"),
+                                                           plan_model=spec["model"]), details={"field": "snapshot"})
+    if spec["name"]:
+        taken = _live_named(context, spec["name"])
+        if taken:
+            raise Conflict(reasons.endpoint_name_taken(spec["name"], taken["id"], taken["phase"]),
+                           details={"field": "name", "endpoint": taken["id"]})
+    claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
+    claims.check(kind="endpoint", pool=pool_name, gpus=spec["gpus"], workload=workload)
+    endpoint_id = new_id(Kind.ENDPOINT)
+    doc = context.store.create({
+        "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
+        "model": spec["model"], "snapshot": spec["snapshot"], "gpus": spec["gpus"], "pool": pool_name,
+        "idleTimeout": spec["idleTimeout"], "startTimeout": spec["startTimeout"],
+        "phase": EndpointPhase.QUEUED.value, "address": None, "detail": None,
+        "lastRequestAt": None, "readyAt": None, "servedModel": endpoint_id,
+        "adapterName": spec["snapshot"], "stopRequested": False, "process": None, "startingSince": None,
+        "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": []},
+    })
+    claim = claims.submit(kind="endpoint", resource_id=endpoint_id, pool=pool_name, gpus=spec["gpus"],
+                          workload=workload, model=spec["model"])
+    context.store.add_event(endpoint_id, f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
+
+    def attach(d: dict[str, Any]) -> dict[str, Any]:
+        d["scheduling"] = {**d["scheduling"], "claim": claim["id"]}
+        return d
+
+    return context.store.update(doc["id"], attach)
+
+
+def get_endpoint(context: Context, endpoint_id: str) -> dict[str, Any]:
+    doc = context.store.get(endpoint_id)
+    return visible(doc if doc and doc.get("kind") == "endpoint" else None, "endpoint", endpoint_id)
+
+
+def _epoch(stamp: str | None) -> datetime | None:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+
+
+def with_stops_at(doc: dict[str, Any]) -> dict[str, Any]:
+    """stopsAt is derived: while READY with an idle timeout, the last request (or first answer)
+    plus the timeout. Nothing else writes it."""
+    stops_at = None
+    if doc.get("phase") == EndpointPhase.READY and doc.get("idleTimeout"):
+        last = max(filter(None, (_epoch(doc.get("lastRequestAt")), _epoch(doc.get("readyAt")))), default=None)
+        if last is not None:
+            stamp = last + timedelta(seconds=doc["idleTimeout"])
+            stops_at = stamp.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {**doc, "stopsAt": stops_at}
+
+
+def stop_endpoint(context: Context, endpoint_id: str) -> dict[str, Any]:
+    get_endpoint(context, endpoint_id)
+    released: list[str] = []
+
+    def stop(doc: dict[str, Any]) -> dict[str, Any]:
+        phase = EndpointPhase(doc["phase"])
+        if phase.is_terminal:
+            raise Conflict(f"endpoint {endpoint_id} has already stopped ({phase})", details={"phase": phase})
+        if phase == EndpointPhase.QUEUED:
+            doc["phase"] = endpoint_transition(phase, EndpointPhase.TERMINATED).value
+            doc["detail"] = reasons.ENDPOINT_STOPPED_BY_USER
+            doc["stoppedAt"] = now_iso()
+            released.append((doc.get("scheduling") or {}).get("claim"))
+        else:
+            doc["stopRequested"] = True  # the endpoint manager stops its process and ends it
+        return doc
+
+    doc = context.store.update(endpoint_id, stop)
+    for claim_id in filter(None, released):
+        context.claims().release(claim_id)
+    context.store.add_event(endpoint_id, "stop requested by the user")
+    return doc
+
+
+def endpoint_for_request(context: Context, model: Any, who: Principal) -> dict[str, Any]:
+    """The endpoint a proxied request names in `model`: its id, or the name of a live one."""
+    if not isinstance(model, str) or not model:
+        raise ValidationFailed("the request needs `model`: an endpoint's id or name", details={"field": "model"})
+    doc = context.store.get(model) if model.startswith("ep-") else _live_named(context, model)
+    if doc is None or doc.get("kind") != "endpoint" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(reasons.endpoint_unknown(model), details={"field": "model"})
+    return doc

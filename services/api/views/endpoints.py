@@ -1,0 +1,76 @@
+"""Endpoints (create, list, get, stop) and the OpenAI-compatible surface proxied through the
+trainer: POST /v1/chat/completions, POST /v1/completions, GET /v1/models."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from services.api import endpoints as service
+from services.api import proxy
+from services.api.auth import principal
+from services.api.context import ctx
+from services.api.paging import page, page_args, visible_filter
+from services.api.scheduling import with_waits
+from shared.errors import ValidationFailed
+
+bp = Blueprint("endpoints", __name__)
+
+
+def _json_body() -> dict:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
+    return body
+
+
+def _shown(docs: list[dict]) -> list[dict]:
+    return [service.with_stops_at(d) for d in with_waits(ctx(), docs, principal())]
+
+
+@bp.post("/v1/endpoints")
+def create_endpoint():
+    return _shown([service.create_endpoint(ctx(), body=_json_body(), who=principal())])[0], 201
+
+
+@bp.get("/v1/endpoints")
+def list_endpoints():
+    limit, after = page_args()
+    phase = request.args.get("phase")  # ?status= works too (paging.visible_filter)
+    phases = {p.strip().upper() for p in phase.split(",")} if phase else None
+    items, cursor = ctx().store.list(
+        "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases), limit=limit, after=after)
+    return page(_shown(items), cursor)
+
+
+@bp.get("/v1/endpoints/<endpoint_id>")
+def get_endpoint(endpoint_id: str):
+    return _shown([service.get_endpoint(ctx(), endpoint_id)])[0]
+
+
+@bp.delete("/v1/endpoints/<endpoint_id>")
+def stop_endpoint(endpoint_id: str):
+    return _shown([service.stop_endpoint(ctx(), endpoint_id)])[0]
+
+
+@bp.get("/v1/endpoints/<endpoint_id>/events")
+def endpoint_events(endpoint_id: str):
+    service.get_endpoint(ctx(), endpoint_id)
+    raw = request.args.get("after", "0")
+    start = int(raw) if raw.isdigit() else 0
+    items = ctx().store.events(endpoint_id, start=start)
+    return {"items": items, "next": start + len(items)}
+
+
+@bp.post("/v1/chat/completions")
+def chat_completions():
+    return proxy.forward(ctx(), path="/v1/chat/completions", body=_json_body(), who=principal())
+
+
+@bp.post("/v1/completions")
+def completions():
+    return proxy.forward(ctx(), path="/v1/completions", body=_json_body(), who=principal())
+
+
+@bp.get("/v1/models")
+def models():
+    return proxy.models(ctx(), principal())

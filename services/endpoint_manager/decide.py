@@ -1,0 +1,102 @@
+"""What to do with one endpoint this pass, derived from stored facts and probe results only.
+
+`decide` is pure: the endpoint document as stored, what the manager saw of its serving process
+(`Probe`), the time, and whether a running run uses it as a judge. It never reads Redis or a
+process; services/endpoint_manager/manager.py gathers the facts and carries the decision out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from shared import reasons
+from shared.states import EndpointPhase
+
+# A READY endpoint whose process is alive but fails this many probes in a row is lost.
+LOST_AFTER_FAILED_PROBES = 3
+
+
+class Action(StrEnum):
+    NOTHING = "nothing"  # nothing to change this pass (queued, loading, serving, or ended)
+    START = "start"  # STARTING without a live process: write its load spec, start one
+    READY = "ready"  # STARTING and its process answers: READY at its address
+    RESTART = "restart"  # READY and its process was lost: back to STARTING, start another
+    FAIL = "fail"  # STARTING that will not become ready (timeout, process ended): stop it, FAILED
+    STOP = "stop"  # stop requested, or idle past its idleTimeout: stop it, TERMINATED
+    REAP = "reap"  # ended endpoint whose process still runs: stop the process, change nothing
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the manager saw of the endpoint's recorded serving process this pass."""
+
+    alive: bool = False  # the recorded pid runs, and is the process started for this endpoint
+    answers: bool = False  # GET /health answered 200 within the probe timeout
+    failures: int = 0  # failed probes in a row while READY, this one included
+    exit_code: int | None = None  # how it ended, when this manager started it and saw it end
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    phase: EndpointPhase | None = None  # the phase it moves to, if any
+    detail: str | None = None  # the detail sentence of a FAILED or TERMINATED endpoint
+
+
+NOTHING = Decision(Action.NOTHING)
+
+
+def epoch(stamp: str | None) -> float | None:
+    """Seconds since the epoch of an ISO timestamp as the store writes it (None stays None)."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+
+
+def idle_since(doc: dict[str, Any]) -> float | None:
+    """The later of the last proxied request and the first time the trainer saw it answering."""
+    return max(filter(None, (epoch(doc.get("lastRequestAt")), epoch(doc.get("readyAt")))), default=None)
+
+
+def idle_expired(doc: dict[str, Any], now: float) -> bool:
+    """READY, with an idle timeout, and no request for longer than it (judges not considered)."""
+    timeout_s = doc.get("idleTimeout") or 0
+    since = idle_since(doc)
+    return (doc.get("phase") == EndpointPhase.READY and timeout_s > 0 and since is not None
+            and now > since + timeout_s)
+
+
+def start_timed_out(doc: dict[str, Any], now: float) -> bool:
+    since, timeout_s = epoch(doc.get("startingSince")), doc.get("startTimeout")
+    return since is not None and timeout_s is not None and now - since > timeout_s
+
+
+def decide(doc: dict[str, Any], probe: Probe, *, now: float, judge_in_use: bool = False) -> Decision:
+    """One decision for one endpoint whose claim is granted on this manager's node."""
+    phase = EndpointPhase(doc["phase"])
+    if phase.is_terminal:
+        return Decision(Action.REAP) if probe.alive else NOTHING
+    if phase == EndpointPhase.QUEUED:
+        return NOTHING  # the scheduler has not moved it to STARTING yet
+    if doc.get("stopRequested"):
+        return Decision(Action.STOP, EndpointPhase.TERMINATED, reasons.ENDPOINT_STOPPED_BY_USER)
+    if phase == EndpointPhase.STARTING:
+        return _starting(doc, probe, now)
+    if idle_expired(doc, now) and not judge_in_use:
+        return Decision(Action.STOP, EndpointPhase.TERMINATED, reasons.endpoint_idle_stopped(doc["idleTimeout"]))
+    if not probe.alive or probe.failures >= LOST_AFTER_FAILED_PROBES:
+        return Decision(Action.RESTART, EndpointPhase.STARTING)
+    return NOTHING
+
+
+def _starting(doc: dict[str, Any], probe: Probe, now: float) -> Decision:
+    if probe.alive and probe.answers:
+        return Decision(Action.READY, EndpointPhase.READY)
+    if start_timed_out(doc, now):
+        return Decision(Action.FAIL, EndpointPhase.FAILED, reasons.endpoint_start_timed_out(doc["startTimeout"]))
+    if probe.exit_code is not None:
+        return Decision(Action.FAIL, EndpointPhase.FAILED, reasons.endpoint_process_ended(probe.exit_code))
+    if not probe.alive:
+        return Decision(Action.START)
+    return NOTHING  # loading: wait for it to answer or for its start timeout

@@ -1,0 +1,86 @@
+"""Entry point: `python -m services.endpoint_manager.main --node NODE`, one per node (like the
+trainer worker). It loops: one pass over the node's endpoints (manager.py), then a short wait.
+
+SIGTERM or SIGINT ends the loop after the pass in progress and lets go of the node. Serving
+processes keep running, and the next manager for the node adopts them, unless
+`--stop-serving-on-exit` (the local stack uses it, so `training down` leaves nothing behind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import redis
+
+from shared import logs
+from shared.config import load_config
+from shared.errors import TrainerError
+from shared.store import connect
+
+from services.endpoint_manager.manager import EndpointManager
+
+PASS_EVERY_S = 0.5
+ERROR_BACKOFF_S = 1.0
+
+
+def serve(*, manager: EndpointManager, stop: threading.Event, log: Any, every_s: float = PASS_EVERY_S) -> None:
+    standby = False
+    while not stop.is_set():
+        try:
+            counts = manager.run_once()
+            if bool(counts.get("standby")) != standby:
+                standby = not standby
+                log.info("standby: another manager acts for this node" if standby else "acting for the node")
+            stop.wait(every_s)
+        except redis.ConnectionError as exc:
+            log.warning("redis unreachable", error=str(exc))
+            stop.wait(ERROR_BACKOFF_S)
+        except Exception:  # a bad document must not stop the node's endpoints
+            log.exception("pass failed")
+            stop.wait(ERROR_BACKOFF_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the trainer's endpoint manager for one node")
+    parser.add_argument("--node", default=os.environ.get("TRAINING_NODE"), required="TRAINING_NODE" not in os.environ)
+    parser.add_argument("--bind-host", default=os.environ.get("TRAINING_ENDPOINT_BIND_HOST", "127.0.0.1"),
+                        help="interface serving processes listen on (env TRAINING_ENDPOINT_BIND_HOST; 127.0.0.1)")
+    parser.add_argument("--advertise-host", default=os.environ.get("TRAINING_ENDPOINT_HOST"),
+                        help="host in the address of this node's endpoints, as the API reaches them "
+                             "(env TRAINING_ENDPOINT_HOST; default: the bind host)")
+    parser.add_argument("--every", type=float, default=PASS_EVERY_S, help="seconds between passes")
+    parser.add_argument("--stop-serving-on-exit", action="store_true",
+                        help="stop this node's serving processes when the manager exits")
+    args = parser.parse_args(argv)
+    log = logs.configure("endpoint_manager").bind(node=args.node)
+    try:
+        config = load_config()
+        manager = EndpointManager(config=config, client=connect(config.redis_url), node=args.node, log=log,
+                                  bind_host=args.bind_host, advertise_host=args.advertise_host)
+    except (TrainerError, ValueError) as exc:
+        log.error("cannot start", error=getattr(exc, "message", None) or str(exc))
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("stopping", signal=signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("endpoint manager started", pool=manager.pool.name, keyPrefix=config.key_prefix)
+    try:
+        serve(manager=manager, stop=stop, log=log, every_s=args.every)
+    finally:
+        manager.close(stop_processes=args.stop_serving_on_exit)
+    log.info("endpoint manager stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""One node's endpoint manager: each pass, every endpoint whose claim is granted on this node gets
+one decision (decide.py) from its stored document and a probe of its serving process, and the
+manager carries it out: start, mark ready, restart, fail, stop, release the claim.
+
+Only one manager acts for a node at a time: it holds `node:NODE:endpoint-manager` (a token with a
+TTL, renewed every pass); another manager for the same node waits on standby. Every phase change
+is one `Store.update` that applies `endpoint_transition` only if the phase is still the one the
+decision was made on, so a change that raced with another writer is dropped, never forced.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import time
+from collections import Counter
+from typing import Any
+
+import redis
+import structlog
+
+from shared import reasons
+from shared.artifacts import ArtifactRoot
+from shared.catalog import Catalog
+from shared.config import DeploymentConfig
+from shared.errors import NotFound
+from shared.keys import Keys
+from shared.load_spec import load_spec_for
+from shared.states import EndpointPhase, RunStatus, endpoint_transition
+from shared.store import Store, now_iso
+
+from services.endpoint_manager import supervisor
+from services.endpoint_manager.decide import Action, Decision, Probe, decide, idle_expired
+from services.scheduler.queue import ClaimQueue
+
+MANAGER_LEASE_MS = 15_000  # a manager that stops renewing is replaced after this long
+JUDGE_CHECK_EVERY_S = 2.0  # how often an idle judge looks again for runs that use it
+
+_HOLD = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not holder then return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) and 1 or 0 end
+return 0
+"""
+_LET_GO = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+def uses_judge(run: dict[str, Any], endpoint: dict[str, Any]) -> bool:
+    """True when a run that has not ended names the endpoint (id or name) as a judge reward."""
+    try:
+        if RunStatus(run.get("status")).is_terminal:
+            return False
+    except ValueError:
+        return False
+    rewards = (((run.get("plan") or {}).get("grpo") or {}).get("rewards")) or []
+    names = {endpoint["id"], endpoint.get("name")} - {None}
+    return any(isinstance(r, dict) and r.get("judge") in names for r in rewards)
+
+
+class EndpointManager:
+    def __init__(self, *, config: DeploymentConfig, client: redis.Redis, node: str, log: Any = None,
+                 bind_host: str = "127.0.0.1", advertise_host: str | None = None):
+        self.pool = config.pool_of_node(node)
+        if self.pool is None:
+            raise ValueError(f"node {node} is not declared in the deployment config")
+        # Serving processes listen on `bind_host`; their address names `advertise_host` (how the
+        # API reaches this node), which defaults to the bind host.
+        self.node, self.bind_host = node, bind_host
+        self.advertise_host = advertise_host or ("127.0.0.1" if bind_host in ("0.0.0.0", "::") else bind_host)
+        self.keys = Keys(config.key_prefix)
+        self.store = Store(client, self.keys)
+        self.queue = ClaimQueue(client, self.keys, config=config)
+        self.artifacts = ArtifactRoot(config.artifact_root)
+        self.catalog = Catalog(config, self.artifacts)
+        self.log = (log or structlog.get_logger()).bind(node=node)
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.children: dict[str, subprocess.Popen] = {}  # serving processes this manager started
+        self.failures: dict[str, int] = {}  # failed probes in a row of READY endpoints
+        self._judges: dict[str, tuple[float, bool]] = {}  # endpoint -> (checked at, in use)
+
+    # --- the pass
+    def hold_lease(self) -> bool:
+        return bool(self.store.redis.eval(_HOLD, 1, self.keys.endpoint_manager(self.node), self.token,
+                                          MANAGER_LEASE_MS))
+
+    def run_once(self) -> Counter:
+        """One pass over this node's endpoints. Returns how many of each action it took."""
+        counts: Counter = Counter()
+        if not self.hold_lease():
+            counts["standby"] += 1
+            return counts
+        claims = {c["resource"]: c for c in self.queue.held(self.pool.name)
+                  if c["kind"] == "endpoint" and c["node"] == self.node}
+        for i, endpoint_id in enumerate([*claims, *(e for e in list(self.children) if e not in claims)]):
+            if i and not self.hold_lease():  # renewed per endpoint too: a stop may take seconds
+                counts["standby"] += 1
+                break
+            log = self.log.bind(endpoint=endpoint_id)
+            try:
+                counts[self._one(endpoint_id, claims.get(endpoint_id), log)] += 1
+            except redis.ConnectionError:
+                raise
+            except Exception:  # one broken endpoint must not stop the others
+                log.exception("endpoint pass failed")
+                counts["error"] += 1
+        return counts
+
+    def _one(self, endpoint_id: str, claim: dict[str, Any] | None, log: Any) -> str:
+        doc = self.store.get(endpoint_id)
+        if doc is None:  # deleted outright: stop what still runs (the sweep releases its claim)
+            self._forget(endpoint_id, stop=True)
+            return "gone"
+        if claim and (doc.get("scheduling") or {}).get("claim") not in (None, claim["id"]):
+            return "other-claim"
+        if claim is None and not EndpointPhase(doc["phase"]).is_terminal:
+            log.warning("live endpoint without a granted claim on this node; left alone", phase=doc["phase"])
+            self._forget(endpoint_id)
+            return "unclaimed"
+        now = time.time()
+        probe = self._probe(doc)
+        judge = idle_expired(doc, now) and self._judge_in_use(doc, now)
+        decision = decide(doc, probe, now=now, judge_in_use=judge)
+        if decision.action is not Action.NOTHING:
+            log.info("decision", action=decision.action.value, phase=doc["phase"], alive=probe.alive,
+                     answers=probe.answers, failures=probe.failures, exitCode=probe.exit_code)
+        self._apply(doc, decision, log)
+        if EndpointPhase(doc["phase"]).is_terminal and decision.action is Action.NOTHING:
+            self._forget(endpoint_id)
+        return decision.action.value
+
+    # --- facts
+    def _address(self, doc: dict[str, Any]) -> str | None:
+        port = (doc.get("process") or {}).get("port")
+        return f"http://{self.advertise_host}:{port}" if port else None
+
+    def _probe(self, doc: dict[str, Any]) -> Probe:
+        process, child = doc.get("process") or {}, self.children.get(doc["id"])
+        exit_code = None
+        if child is not None and child.pid == process.get("pid"):
+            exit_code = child.poll()
+            alive = exit_code is None
+        else:
+            alive = supervisor.is_recorded_process(process)
+        answers = alive and supervisor.health_ok(self._address(doc))
+        failures = 0
+        if doc["phase"] == EndpointPhase.READY and not answers:
+            failures = self.failures.get(doc["id"], 0) + 1
+        self.failures[doc["id"]] = failures
+        return Probe(alive=alive, answers=answers, failures=failures, exit_code=exit_code)
+
+    def _judge_in_use(self, doc: dict[str, Any], now: float) -> bool:
+        checked_at, in_use = self._judges.get(doc["id"], (0.0, False))
+        if now - checked_at >= JUDGE_CHECK_EVERY_S:
+            runs, _ = self.store.list("run", where=lambda run: uses_judge(run, doc), limit=1)
+            in_use = bool(runs)
+            self._judges[doc["id"]] = (now, in_use)
+        return in_use
+
+    # --- carrying a decision out
+    def _apply(self, doc: dict[str, Any], decision: Decision, log: Any) -> None:
+        action = decision.action
+        if action is Action.START:
+            self._start(doc, log)
+        elif action is Action.READY:
+            address = self._address(doc)
+            moved = self._move(doc, EndpointPhase.READY, address=address, readyAt=doc.get("readyAt") or now_iso())
+            if moved:
+                self.store.add_event(doc["id"], reasons.endpoint_ready(address))
+                log.info("ready", address=address, pid=doc["process"]["pid"])
+        elif action is Action.RESTART:
+            self._stop_process(doc)
+            moved = self._move(doc, EndpointPhase.STARTING, address=None, startingSince=now_iso())
+            if moved:
+                self.store.add_event(doc["id"], reasons.ENDPOINT_PROCESS_LOST, level="warn")
+                log.warning("serving process lost; starting it again", pid=(doc.get("process") or {}).get("pid"))
+                self._start(moved, log)
+        elif action in (Action.FAIL, Action.STOP):
+            self._stop_process(doc)
+            self._end(doc, decision, log)
+        elif action is Action.REAP:
+            self._stop_process(doc)
+            self._forget(doc["id"])
+
+    def _start(self, doc: dict[str, Any], log: Any) -> None:
+        devices = (doc.get("scheduling") or {}).get("devices") or []
+        try:
+            spec = load_spec_for(entry=self.catalog.raw(doc["model"]), artifacts=self.artifacts,
+                                 adapters=self._adapters(doc), served_model_name=doc["id"],
+                                 device=supervisor.device_kind(devices))
+            started = supervisor.start(spec=spec, devices=devices, endpoint_id=doc["id"], artifacts=self.artifacts,
+                                       host=self.bind_host)
+        except Exception as exc:  # a missing model or adapter, a backend that cannot run here
+            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            log.warning("serving process did not start", error=error)
+            self._end(doc, Decision(Action.FAIL, EndpointPhase.FAILED, reasons.endpoint_could_not_start(error)), log)
+            return
+        seen_pid = (doc.get("process") or {}).get("pid")
+
+        def record(current: dict[str, Any]) -> dict[str, Any] | None:
+            if current["phase"] != EndpointPhase.STARTING or (current.get("process") or {}).get("pid") != seen_pid:
+                return None
+            current["process"] = started.process
+            current["startingSince"] = current.get("startingSince") or now_iso()
+            return current
+
+        if self.store.update(doc["id"], record).get("process") != started.process:
+            supervisor.stop(started.popen.pid, popen=started.popen)  # it moved on meanwhile
+            return
+        self.children[doc["id"]] = started.popen
+        self.failures.pop(doc["id"], None)
+        process = started.process
+        self.store.add_event(doc["id"], reasons.endpoint_process_started(
+            pid=process["pid"], port=process["port"], backend=process["backend"]))
+        log.info("serving process started", pid=process["pid"], port=process["port"], backend=process["backend"],
+                 log=process["log"])
+
+    def _adapters(self, doc: dict[str, Any]) -> dict[str, str] | None:
+        if not doc.get("snapshot"):
+            return None
+        snap = self.store.require(doc["snapshot"], "snapshot")
+        weights = (snap.get("contents") or {}).get("weights") or {}
+        directory = self.artifacts.path(snap["path"], weights.get("path", "adapter"))
+        return {doc.get("adapterName") or snap["id"]: str(directory)}
+
+    def _end(self, doc: dict[str, Any], decision: Decision, log: Any) -> None:
+        moved = self._move(doc, decision.phase, detail=decision.detail, address=None, stoppedAt=now_iso())
+        if moved is None:
+            return
+        claim_id = (doc.get("scheduling") or {}).get("claim")
+        if claim_id:
+            self.queue.release(claim_id)
+        failed = decision.phase == EndpointPhase.FAILED
+        self.store.add_event(doc["id"], decision.detail, level="error" if failed else "info")
+        (log.warning if failed else log.info)("endpoint ended", phase=decision.phase.value, detail=decision.detail)
+        self._forget(doc["id"])
+
+    def _move(self, seen: dict[str, Any], target: EndpointPhase, **fields: Any) -> dict[str, Any] | None:
+        """Move the endpoint from the phase it had when the decision was made to `target`; None when
+        its phase changed meanwhile (or it is gone)."""
+        moved = False
+
+        def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+            nonlocal moved
+            if doc["phase"] != seen["phase"]:
+                return None
+            doc["phase"] = endpoint_transition(doc["phase"], target).value
+            doc.update(fields)
+            moved = True
+            return doc
+
+        try:
+            doc = self.store.update(seen["id"], change)
+        except NotFound:
+            return None
+        return doc if moved else None
+
+    def _stop_process(self, doc: dict[str, Any]) -> None:
+        process, child = doc.get("process") or {}, self.children.get(doc["id"])
+        if child is not None and child.pid == process.get("pid"):
+            supervisor.stop(child.pid, popen=child)
+        elif supervisor.is_recorded_process(process):
+            supervisor.stop(process["pid"])
+
+    def _forget(self, endpoint_id: str, *, stop: bool = False) -> None:
+        child = self.children.pop(endpoint_id, None)
+        if stop and child is not None:
+            supervisor.stop(child.pid, popen=child)
+        self.failures.pop(endpoint_id, None)
+        self._judges.pop(endpoint_id, None)
+
+    def close(self, *, stop_processes: bool = False) -> None:
+        """Let go of the node; serving processes keep running (the next manager adopts them)
+        unless `stop_processes`."""
+        if stop_processes:
+            held = [c["resource"] for c in self.queue.held(self.pool.name)
+                    if c["kind"] == "endpoint" and c["node"] == self.node]
+            for doc in self.store.get_many(held):
+                self._stop_process(doc)
+            for endpoint_id in list(self.children):
+                self._forget(endpoint_id, stop=True)
+        try:
+            self.store.redis.eval(_LET_GO, 1, self.keys.endpoint_manager(self.node), self.token)
+        except redis.RedisError:
+            pass  # it expires on its own

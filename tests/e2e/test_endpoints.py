@@ -1,0 +1,85 @@
+"""Endpoints through every real service: the API, the scheduler, the endpoint manager and the
+built-in serving process, answered through the trainer with the official openai client."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+from openai import OpenAI
+
+from tests.e2e.stack import start_stack, stop_stack
+from tests.e2e.test_run_through_services import upload_sample, wait_terminal
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, redis_url):
+    stack = start_stack(tmp_path_factory.mktemp("serving"), redis_url, endpoint_manager=True)
+    yield stack
+    stop_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def snapshot(stack):
+    dataset = upload_sample(stack)
+    run = stack.post("/v1/runs", json={"model": "builtin/tiny-qwen3", "dataset": dataset,
+                                       "hyperparameters": {"maxSteps": 20, "learningRate": 0.003}}).json()
+    done = wait_terminal(stack, run["id"])
+    assert done["status"] == "SUCCEEDED"
+    return done["latestSnapshot"]
+
+
+def phase_is(stack, endpoint_id: str, *phases: str):
+    doc = stack.get(f"/v1/endpoints/{endpoint_id}").json()
+    return doc if doc["phase"] in phases else None
+
+
+def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
+    ep = stack.post("/v1/endpoints", json={"model": "builtin/tiny-qwen3", "snapshot": snapshot, "name": "tuned",
+                                           "idleTimeout": 0}).json()
+    ready = stack.wait_until("READY", lambda: phase_is(stack, ep["id"], "READY", "FAILED"), timeout_s=120)
+    assert ready["phase"] == "READY", ready
+    assert ready["address"].startswith("http://127.0.0.1:") and ready["stopsAt"] is None  # idleTimeout 0: never
+
+    client = OpenAI(base_url=f"{stack.api_url}/v1", api_key=stack.token)
+    assert [m.id for m in client.models.list().data] == [ep["id"]]
+    chat = client.chat.completions.create(model="tuned", messages=[{"role": "user", "content": "Reverse: stone"}],
+                                          max_tokens=8, temperature=0)
+    assert chat.choices[0].message.content and chat.usage.completion_tokens > 0
+    streamed = client.chat.completions.create(model=ep["id"], messages=[{"role": "user", "content": "Reverse: stone"}],
+                                              max_tokens=8, temperature=0, stream=True)
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
+    assert text == chat.choices[0].message.content  # greedy: the same answer, streamed
+    completion = client.completions.create(model="tuned", prompt="Add: 2 + 3", max_tokens=4, temperature=0)
+    assert completion.choices[0].text is not None
+    after = stack.get(f"/v1/endpoints/{ep['id']}").json()
+    assert after["lastRequestAt"] is not None
+
+    stopped = requests.delete(f"{stack.api_url}/v1/endpoints/{ep['id']}", headers=stack.headers(), timeout=30).json()
+    assert stopped["stopRequested"] is True
+    done = stack.wait_until("TERMINATED", lambda: phase_is(stack, ep["id"], "TERMINATED"), timeout_s=60)
+    assert done["detail"] == "stopped by the user" and done["address"] is None
+    resp = stack.post("/v1/chat/completions", json={"model": ep["id"], "messages": [{"role": "user", "content": "x"}]})
+    assert resp.status_code == 409 and resp.json()["error"]["message"] == (
+        f"endpoint {ep['id']} is TERMINATED; it answers requests once READY")
+
+
+def test_idle_stop_counts_only_requests_through_the_trainer(stack):
+    ep = stack.post("/v1/endpoints", json={"model": "builtin/tiny-qwen3", "idleTimeout": 4}).json()
+    ready = stack.wait_until("READY", lambda: phase_is(stack, ep["id"], "READY", "FAILED"), timeout_s=120)
+    assert ready["phase"] == "READY" and ready["stopsAt"] is not None
+    # Requests straight to its address do not count...
+    for _ in range(3):
+        requests.post(f"{ready['address']}/v1/completions", json={"model": ep["id"], "prompt": "x", "max_tokens": 1},
+                      timeout=30)
+        time.sleep(1)
+    # ...requests through the trainer do, and postpone the stop.
+    body = {"model": ep["id"], "prompt": "x", "max_tokens": 1}
+    assert stack.post("/v1/completions", json=body).status_code == 200
+    postponed = stack.get(f"/v1/endpoints/{ep['id']}").json()
+    assert postponed["phase"] == "READY" and postponed["stopsAt"] > ready["stopsAt"]
+    done = stack.wait_until("idle stop", lambda: phase_is(stack, ep["id"], "TERMINATED"), timeout_s=60)
+    assert "without a request" in done["detail"]
+    pool = next(p for p in stack.get("/v1/info").json()["pools"] if p["name"] == "default")
+    assert pool["freeGpus"] == 2

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+import click
+import yaml
+
+from training_cli import tables
+from training_cli.commands.common import list_options, list_params
+from training_cli.context import CliContext, pass_cli
+from training_cli.errors import CliError
+from training_cli.output import emit, emit_list, output_option
+
+# flag -> field of the request body (SPEC 7); flags override what -f FILE says.
+BODY_FLAGS = {"model": "model", "snapshot": "snapshot", "name": "name", "gpus": "gpus", "pool": "pool",
+              "idle_timeout": "idleTimeout", "start_timeout": "startTimeout", "workload": "workload"}
+
+
+@click.group("endpoints")
+def group() -> None:
+    """Endpoints: serve a base model, or a snapshot's adapter over it, behind an OpenAI-compatible API."""
+
+
+@group.command("create")
+@click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
+@click.option("--model", help="Base-model id.")
+@click.option("--snapshot", help="Serve this snapshot's adapter over the model.")
+@click.option("--name", help="A name requests may use as `model` instead of the id.")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node.")
+@click.option("--pool", help="Pool to queue in.")
+@click.option("--idle-timeout", type=click.IntRange(min=0), help="Seconds without a request before it stops (0 = never).")
+@click.option("--start-timeout", type=click.IntRange(min=1), help="Seconds it may take to become READY.")
+@click.option("--workload", help="The quota group it counts against.")
+@output_option
+@pass_cli
+def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) -> None:
+    """Start an endpoint; it queues for GPUs like a run."""
+    body: dict[str, Any] = {}
+    if body_file is not None:
+        try:
+            body = yaml.safe_load(body_file.read()) or {}
+        except yaml.YAMLError as exc:
+            raise CliError(f"{getattr(body_file, 'name', '-')} is neither valid YAML nor JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise CliError("the file must hold a mapping (the endpoint's request body)")
+    body.update({field: flags[flag] for flag, field in BODY_FLAGS.items() if flags.get(flag) is not None})
+    endpoint = cli.client.post("/v1/endpoints", body)
+    emit(endpoint, fmt, tables.endpoint)
+    if fmt == "table":
+        click.echo(f"\nits phase: training endpoints get {endpoint.get('id')}", err=True)
+
+
+@group.command("get")
+@click.argument("endpoint_id", metavar="[ID]", required=False)
+@list_options()
+@output_option
+@pass_cli
+def get(cli: CliContext, endpoint_id: str | None, fmt: str, **filters: Any) -> None:
+    """List endpoints (newest first), or show one."""
+    if endpoint_id:
+        emit(cli.client.get(f"/v1/endpoints/{endpoint_id}"), fmt, tables.endpoint)
+    else:
+        emit_list(cli.client.get("/v1/endpoints", list_params(**filters)), fmt, tables.endpoints, "endpoints")
+
+
+@group.command("delete")
+@click.argument("endpoint_id", metavar="ID")
+@output_option
+@pass_cli
+def delete(cli: CliContext, endpoint_id: str, fmt: str) -> None:
+    """Stop an endpoint (its GPUs are released)."""
+    endpoint = cli.client.delete(f"/v1/endpoints/{endpoint_id}")
+    if fmt == "table":
+        click.echo(f"endpoint {endpoint.get('id', endpoint_id)}: "
+                   + ("stopping" if endpoint.get("stopRequested") else str(endpoint.get("phase"))))
+    else:
+        emit(endpoint, fmt, tables.endpoint)
