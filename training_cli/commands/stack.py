@@ -99,6 +99,8 @@ def quickstart(port: int) -> None:
     out.print("")
     out.print(f"the local stack is still up for the next commands (training runs get {run['id']}, "
               "training snapshots get); `training down` stops it")
+    model = (run.get("plan") or {}).get("model")
+    out.print(f"serve the adapter: training endpoints create --model {model} --snapshot {snapshot} --name quickstart")
 
 
 def _elapsed(start: str, end: str) -> str:

@@ -1,0 +1,191 @@
+"""Proxy latency benchmark (not a test): `python bench/proxy_latency.py [N]`.
+
+Starts a real stack (tests/e2e/stack.py: the API under gunicorn, the scheduler, a trainer worker
+for the node heartbeat, the endpoint manager) on TRAINING_BENCH_REDIS_URL (default
+redis://127.0.0.1:6379/11, under a key prefix of its own, deleted at the end), creates an endpoint
+on the built-in tiny model and measures:
+
+1. Cold start: create -> READY as the client sees it (polling GET /v1/endpoints/ID every 50 ms),
+   and, from the endpoint's record and its server.log, the serving process's own start -> the
+   "serving" log line (port bound, /health answers) and the manager's `readyAt`.
+2. N pairs (default 300) of identical small requests (`POST /v1/completions`, prompt "x",
+   max_tokens 1, temperature 0): one straight to the endpoint's address, one through the trainer's
+   API (`model` = the endpoint id, bearer token), each over a persistent requests.Session,
+   interleaved (the order inside a pair alternates). Reports p50/p90/p99 of each, of the per-pair
+   difference (through - direct), the difference of the p50s and the ratio.
+3. The same with `stream: true` (max_tokens 4): time to the first body byte and to the last.
+
+Timings on a shared machine are noisy: compare the figures of one run with each other.
+Results: docs/endpoints-benchmark.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import requests  # noqa: E402
+
+from tests.e2e.stack import start_stack, stop_stack  # noqa: E402
+
+URL = os.environ.get("TRAINING_BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
+WARMUP = 20
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.2f}"
+
+
+def epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def one(session: requests.Session, url: str, body: dict, headers: dict | None = None) -> float:
+    start = time.perf_counter()
+    resp = session.post(url, json=body, headers=headers, timeout=60)
+    resp.content  # noqa: B018 - read the whole body
+    elapsed = time.perf_counter() - start
+    assert resp.status_code == 200, (url, resp.status_code, resp.text[:300])
+    return elapsed
+
+
+def one_stream(session: requests.Session, url: str, body: dict, headers: dict | None = None) -> tuple[float, float]:
+    start = time.perf_counter()
+    first = None
+    with session.post(url, json=body, headers=headers, timeout=60, stream=True) as resp:
+        assert resp.status_code == 200, (url, resp.status_code, resp.text[:300])
+        data = b""
+        for chunk in resp.iter_content(chunk_size=None):
+            if chunk and first is None:
+                first = time.perf_counter() - start
+            data += chunk
+    last = time.perf_counter() - start
+    assert b"[DONE]" in data, data[-200:]
+    return first, last
+
+
+def report(title: str, direct: list[float], through: list[float]) -> dict:
+    diffs = [t - d for d, t in zip(direct, through, strict=True)]
+    row = {
+        "direct": {q: pct(direct, q) for q in (50, 90, 99)},
+        "through": {q: pct(through, q) for q in (50, 90, 99)},
+        "added": {q: pct(diffs, q) for q in (50, 90, 99)},
+    }
+    row["p50_difference"] = row["through"][50] - row["direct"][50]
+    row["ratio_p50"] = row["through"][50] / row["direct"][50]
+    print(f"\n{title} (n={len(direct)}), milliseconds")
+    print("                         p50      p90      p99")
+    for name in ("direct", "through", "added"):
+        label = {"added": "added (per pair)"}.get(name, name)
+        print(f"  {label:<18} " + "  ".join(ms(row[name][q]) for q in (50, 90, 99)))
+    print(f"  p50(through) - p50(direct) = {row['p50_difference'] * 1000:.2f} ms; "
+          f"ratio of p50s = {row['ratio_p50']:.2f}")
+    return row
+
+
+def pairs(n: int, direct_fn, through_fn) -> tuple[list, list]:
+    direct, through = [], []
+    for i in range(n):
+        if i % 2 == 0:
+            direct.append(direct_fn())
+            through.append(through_fn())
+        else:
+            through.append(through_fn())
+            direct.append(direct_fn())
+    return direct, through
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp:
+        stack = start_stack(Path(tmp), URL, endpoint_manager=True)
+        try:
+            run(stack, n)
+        finally:
+            stop_stack(stack)
+
+
+def run(stack, n: int) -> None:
+    api = requests.Session()
+    api.headers.update(stack.headers())
+
+    # 1. cold start
+    created_at = time.time()
+    t0 = time.perf_counter()
+    ep = api.post(stack.api_url + "/v1/endpoints", json={"model": "builtin/tiny-qwen3", "idleTimeout": 0},
+                  timeout=30).json()
+    while True:
+        doc = api.get(f"{stack.api_url}/v1/endpoints/{ep['id']}", timeout=30).json()
+        if doc["phase"] in ("READY", "FAILED", "TERMINATED"):
+            break
+        if time.perf_counter() - t0 > 300:
+            raise SystemExit(f"not READY after 300 s: {doc}")
+        time.sleep(0.05)
+    ready_s = time.perf_counter() - t0
+    assert doc["phase"] == "READY", doc
+    print(f"endpoint {doc['id']} READY at {doc['address']}")
+    print(f"\ncold start: create -> READY (client polling every 50 ms): {ready_s:.2f} s")
+    process = doc.get("process") or {}
+    proc_start = epoch(process["startedAt"]) if process.get("startedAt") else None
+    serving_at = load_s = None
+    log_path = stack.artifacts / process.get("log", "")
+    if process.get("log") and log_path.exists():
+        for line in log_path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("event") == "model loaded":
+                load_s = entry.get("load_s")
+            if entry.get("event") == "serving" and serving_at is None:
+                serving_at = epoch(entry["timestamp"])
+    if proc_start is not None:
+        print(f"  create -> serving process started (scheduler grant + manager start): {proc_start - created_at:.2f} s")
+        if serving_at is not None:
+            print(f"  serving process start -> listening (/health answers): {serving_at - proc_start:.2f} s"
+                  f" (of which model load {load_s} s)")
+        if doc.get("readyAt"):
+            print(f"  serving process start -> readyAt (manager's probe): {epoch(doc['readyAt']) - proc_start:.2f} s")
+
+    direct_url = doc["address"] + "/v1/completions"
+    through_url = stack.api_url + "/v1/completions"
+    body = {"prompt": "x", "max_tokens": 1, "temperature": 0}
+    direct_body, through_body = {**body, "model": doc["id"]}, {**body, "model": doc["id"]}
+    direct_s, through_s = requests.Session(), requests.Session()
+    auth = stack.headers()
+
+    # 2. non-streaming
+    for _ in range(WARMUP):
+        one(direct_s, direct_url, direct_body)
+        one(through_s, through_url, through_body, auth)
+    d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
+                 lambda: one(through_s, through_url, through_body, auth))
+    report("POST /v1/completions, max_tokens 1", d, t)
+
+    # 3. streaming
+    sbody = {**body, "max_tokens": 4, "stream": True}
+    sdirect, sthrough = {**sbody, "model": doc["id"]}, {**sbody, "model": doc["id"]}
+    for _ in range(WARMUP):
+        one_stream(direct_s, direct_url, sdirect)
+        one_stream(through_s, through_url, sthrough, auth)
+    d, t = pairs(n, lambda: one_stream(direct_s, direct_url, sdirect),
+                 lambda: one_stream(through_s, through_url, sthrough, auth))
+    report("stream: true, max_tokens 4 - time to first byte", [x[0] for x in d], [x[0] for x in t])
+    report("stream: true, max_tokens 4 - time to last byte", [x[1] for x in d], [x[1] for x in t])
+
+
+if __name__ == "__main__":
+    main()
