@@ -13,6 +13,9 @@ on the built-in tiny model and measures:
    API (`model` = the endpoint id, bearer token), each over a persistent requests.Session,
    interleaved (the order inside a pair alternates). Reports p50/p90/p99 of each, of the per-pair
    difference (through - direct), the difference of the p50s and the ratio.
+0. The floor: GET /health on the serving process against GET /v1/health on the API (an
+   unauthenticated route that touches neither Redis nor the endpoint), interleaved the same way:
+   what one more HTTP hop through gunicorn and Flask costs before the proxy does anything.
 3. The same with `stream: true` (max_tokens 4): time to the first body byte and to the last.
 
 Timings on a shared machine are noisy: compare the figures of one run with each other.
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -166,6 +168,22 @@ def run(stack, n: int) -> None:
     direct_body, through_body = {**body, "model": doc["id"]}, {**body, "model": doc["id"]}
     direct_s, through_s = requests.Session(), requests.Session()
     auth = stack.headers()
+
+    # 0. the floor: one more HTTP hop through gunicorn + Flask with no proxy work at all
+    # (GET /v1/health on the API, no auth, no Redis) against GET /health on the serving process.
+    def get(session, url):
+        start = time.perf_counter()
+        resp = session.get(url, timeout=30)
+        resp.content  # noqa: B018
+        assert resp.status_code == 200, (url, resp.status_code)
+        return time.perf_counter() - start
+
+    for _ in range(WARMUP):
+        get(direct_s, doc["address"] + "/health")
+        get(through_s, stack.api_url + "/v1/health")
+    d, t = pairs(n, lambda: get(direct_s, doc["address"] + "/health"),
+                 lambda: get(through_s, stack.api_url + "/v1/health"))
+    report("floor: GET /health direct vs GET /v1/health on the API (no proxying)", d, t)
 
     # 2. non-streaming
     for _ in range(WARMUP):

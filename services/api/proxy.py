@@ -23,6 +23,7 @@ from shared.store import now_iso
 
 CHUNK_BYTES = 1024
 _session = requests.Session()
+_session.trust_env = False  # serving processes are reached directly; no proxy or netrc lookups per request
 _session.mount("http://", requests.adapters.HTTPAdapter(pool_connections=32, pool_maxsize=64))
 
 

@@ -1,0 +1,157 @@
+"""Requests through the trainer that arrive as an endpoint stops, or as its serving process dies
+(SPEC 6), through every real service: the API, the scheduler, the endpoint manager and the
+built-in serving process.
+
+Both races are made deterministic by pausing the endpoint manager (SIGSTOP to its process) at the
+moment that matters, instead of hoping a request lands between two of its passes:
+
+- stopped: the endpoint is READY; the manager is paused; `DELETE /v1/endpoints/ID` sets
+  `stopRequested` (the API only writes the flag; ending the endpoint is the manager's work, which
+  is paused), so the endpoint is READY with `stopRequested` for as long as the test needs: exactly
+  the window in which a request "arrives as it stops". A request then is refused with
+  `endpoint ID was stopped before this request reached it` (409, `endpoint_stopped`). Resumed, the
+  manager ends it (TERMINATED, `stopped by the user`) and later requests are refused with its phase.
+- process lost: the endpoint is READY; the manager is paused; its serving process is SIGKILLed.
+  The document still says READY at its address, so the API reads it and forwards: the connection
+  is refused and the answer is 502 `bad_gateway`. Resumed, the manager sees the process gone,
+  moves it back to STARTING and starts another; every request meanwhile is answered 200, 409 with
+  the phase, or 502 - never a 500 and never a hang (each has a timeout) - until it is READY again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from contextlib import contextmanager
+
+import pytest
+import requests
+
+from tests.e2e.stack import start_stack, stop_stack
+
+REQUEST_TIMEOUT_S = 30
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, redis_url):
+    stack = start_stack(tmp_path_factory.mktemp("late"), redis_url, endpoint_manager=True)
+    yield stack
+    stop_stack(stack)
+
+
+def phase_is(stack, endpoint_id: str, *phases: str):
+    doc = stack.get(f"/v1/endpoints/{endpoint_id}").json()
+    return doc if doc["phase"] in phases else None
+
+
+def ready_endpoint(stack) -> dict:
+    ep = stack.post("/v1/endpoints", json={"model": "builtin/tiny-qwen3", "idleTimeout": 0}).json()
+    ready = stack.wait_until("READY", lambda: phase_is(stack, ep["id"], "READY", "FAILED"), timeout_s=120)
+    assert ready["phase"] == "READY", ready
+    return ready
+
+
+@contextmanager
+def manager_paused(stack):
+    """The endpoint manager frozen (SIGSTOP) for the block: it reads and writes nothing meanwhile."""
+    pid = stack.processes["endpoint-manager"].pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def completion(stack, endpoint_id: str) -> requests.Response:
+    return requests.post(f"{stack.api_url}/v1/completions", headers=stack.headers(), timeout=REQUEST_TIMEOUT_S,
+                         json={"model": endpoint_id, "prompt": "x", "max_tokens": 1, "temperature": 0})
+
+
+def chat(stack, endpoint_id: str) -> requests.Response:
+    return requests.post(f"{stack.api_url}/v1/chat/completions", headers=stack.headers(), timeout=REQUEST_TIMEOUT_S,
+                         json={"model": endpoint_id, "messages": [{"role": "user", "content": "x"}], "max_tokens": 1})
+
+
+def test_request_that_arrives_as_the_endpoint_stops_is_refused(stack):
+    ep = ready_endpoint(stack)
+    assert completion(stack, ep["id"]).status_code == 200
+    last_request = stack.get(f"/v1/endpoints/{ep['id']}").json()["lastRequestAt"]
+    assert last_request is not None
+
+    with manager_paused(stack):
+        stopped = requests.delete(f"{stack.api_url}/v1/endpoints/{ep['id']}", headers=stack.headers(),
+                                  timeout=REQUEST_TIMEOUT_S).json()
+        assert stopped["phase"] == "READY" and stopped["stopRequested"] is True  # not ended yet: the manager's work
+        for send in (completion, chat, completion):  # as often as we like: the window stays open
+            resp = send(stack, ep["id"])
+            assert resp.status_code == 409, resp.text
+            error = resp.json()["error"]
+            assert error["code"] == "endpoint_stopped"
+            assert error["message"] == f"endpoint {ep['id']} was stopped before this request reached it"
+
+    done = stack.wait_until("TERMINATED", lambda: phase_is(stack, ep["id"], "TERMINATED"), timeout_s=60)
+    assert done["detail"] == "stopped by the user" and done["address"] is None
+    assert done["lastRequestAt"] == last_request  # refused requests are not recorded
+    resp = completion(stack, ep["id"])
+    assert resp.status_code == 409 and resp.json()["error"]["message"] == (
+        f"endpoint {ep['id']} is TERMINATED; it answers requests once READY")
+
+
+def test_request_to_an_endpoint_whose_process_just_died_is_refused_or_502(stack):
+    ep = ready_endpoint(stack)
+    assert completion(stack, ep["id"]).status_code == 200  # the API's pooled connection to it is open
+    pid = ep["process"]["pid"]
+
+    with manager_paused(stack):
+        os.killpg(pid, signal.SIGKILL)  # its own session: pid is the process group
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and "Z" not in _state(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stack.get(f"/v1/endpoints/{ep['id']}").json()["phase"] == "READY"  # the manager has not seen it
+        for send in (completion, chat):
+            resp = send(stack, ep["id"])
+            assert resp.status_code == 502, resp.text
+            error = resp.json()["error"]
+            assert error["code"] == "bad_gateway"
+            assert error["message"] == "the endpoint's serving process did not answer"
+
+    # The manager resumes: READY -> STARTING (process lost) -> READY with a new process. Meanwhile
+    # every request gets an answer that is one of the three, never a 500 or a hang.
+    seen: set[tuple[int, str]] = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        resp = completion(stack, ep["id"])
+        assert time.monotonic() - started < REQUEST_TIMEOUT_S
+        if resp.status_code == 200:
+            seen.add((200, "ok"))
+            doc = stack.get(f"/v1/endpoints/{ep['id']}").json()
+            if doc["phase"] == "READY" and doc["process"]["pid"] != pid:
+                break
+            continue
+        error = resp.json()["error"]
+        seen.add((resp.status_code, error["code"]))
+        if resp.status_code == 409:
+            assert error["code"] == "conflict"
+            phase = error["details"]["phase"]
+            assert phase in ("STARTING", "READY"), error  # READY: a read racing its readiness write
+            assert error["message"] == f"endpoint {ep['id']} is {phase}; it answers requests once READY"
+        else:
+            assert (resp.status_code, error["code"]) == (502, "bad_gateway"), resp.text
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"not READY again with a new process; answers seen: {seen}\n"
+                             f"{stack.log_tail('endpoint-manager')}")
+    assert (200, "ok") in seen
+    events = [e["message"] for e in stack.get(f"/v1/endpoints/{ep['id']}/events").json()["items"]]
+    assert "serving process lost; starting it again" in " ".join(events), events
+    requests.delete(f"{stack.api_url}/v1/endpoints/{ep['id']}", headers=stack.headers(), timeout=REQUEST_TIMEOUT_S)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
