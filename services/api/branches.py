@@ -20,13 +20,27 @@ def snapshot_for(context: Context, snapshot_id: str, who: Principal) -> dict[str
     return doc
 
 
+def readable_of(snapshot: dict[str, Any]) -> dict[str, bool]:
+    """Which parts of a snapshot this deployment reads, derived from its layout and formats (so a
+    deployment that learns a format reads its old snapshots too)."""
+    from services.trainer_worker.engines.base import readable_parts
+
+    contents = snapshot.get("contents") or {}
+    return readable_parts({"layout": snapshot.get("layout"), "weights": contents.get("weights"),
+                           "trainingState": contents.get("trainingState")})
+
+
+def with_readable(snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {**snapshot, "readable": readable_of(snapshot)}
+
+
 def check_restore(context: Context, plan: dict[str, Any], who: Principal) -> dict[str, Any] | None:
     """The snapshot `plan` restores, after every rule of SPEC 3.3 holds; None for a fresh run."""
     restore = plan.get("restore")
     if not restore:
         return None
     snap = snapshot_for(context, restore["snapshot"], who)
-    readable = snap.get("readable") or {}
+    readable = readable_of(snap)
     details = {"field": "restore", "snapshot": snap["id"]}
     if not readable.get("weights"):
         raise Unprocessable(reasons.WEIGHTS_UNREADABLE, details=details)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
-from services.api.branches import snapshot_for
+from services.api.branches import readable_of, snapshot_for
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
@@ -34,7 +34,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
                                details={"field": "pool", "pools": list(context.config.pools)})
     if spec["snapshot"]:
         snap = snapshot_for(context, spec["snapshot"], who)
-        if not (snap.get("readable") or {}).get("weights"):
+        if not readable_of(snap)["weights"]:
             raise Unprocessable(reasons.WEIGHTS_UNREADABLE, details={"field": "snapshot"})
         if snap.get("model") != spec["model"]:
             raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap.get("model"),

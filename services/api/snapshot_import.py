@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from services.api.context import Context
-from services.trainer_worker.engines.base import MANIFEST_FILE, read_manifest, readable_parts
+from services.api.branches import with_readable
+from services.trainer_worker.engines.base import MANIFEST_FILE, read_manifest
 from shared.errors import ValidationFailed
 from shared.ids import Kind, new_id
 
@@ -31,10 +32,9 @@ def import_snapshot(context: Context, *, path: str, workload: str) -> dict[str, 
     snapshot_id = new_id(Kind.SNAPSHOT)
     target = context.artifacts.path("imported", snapshot_id)
     shutil.copytree(source, target)
-    readable = readable_parts(manifest)
     # read_manifest fills in a layout-1 directory's parts from the files it holds
     contents = {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")}
-    return context.store.create({
+    return with_readable(context.store.create({
         "id": snapshot_id,
         "kind": "snapshot",
         "run": None,  # its run lives in another deployment (or release); manifest["run"] says which
@@ -48,10 +48,9 @@ def import_snapshot(context: Context, *, path: str, workload: str) -> dict[str, 
         "model": manifest["model"],
         "contents": contents,
         "final": False,
-        "readable": readable,
         "imported": True,
         "source": str(source),
         "sourceRun": manifest.get("run"),
         "path": str(target.relative_to(context.artifacts.root)),
         "detail": None,
-    })
+    }))

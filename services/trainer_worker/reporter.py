@@ -115,7 +115,6 @@ class RunReporter:
             "model": manifest["model"],
             "contents": {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")},
             "final": final,
-            "readable": {"weights": True, "trainingState": bool(manifest.get("trainingState"))},
             "imported": False,
             "path": relative,
             "detail": None,

@@ -16,7 +16,7 @@ def snapshot(app):
                "engine": "sft-single", "precision": "fp32", "model": "builtin/tiny-qwen3",
                "contents": {"weights": {"format": "peft-safetensors", "path": "adapter"},
                             "trainingState": {"format": "hf-trainer", "path": "training_state"}},
-               "readable": {"weights": True, "trainingState": True}, "final": False, "path": "x", "detail": None}
+               "final": False, "path": "x", "detail": None}
         doc.update(fields)
         return store.create(doc)["id"]
 
@@ -45,14 +45,13 @@ def test_training_state_on_another_gpu_count(client, admin, dataset, snapshot):
 
 
 def test_unreadable_parts_use_the_spec_sentences(client, admin, dataset, snapshot):
-    state = snapshot(readable={"weights": True, "trainingState": False},
-                     contents={"weights": {"format": "peft-safetensors"}, "trainingState": {"format": "deepspeed-zero3"}})
+    state = snapshot(contents={"weights": {"format": "peft-safetensors"}, "trainingState": {"format": "deepspeed-zero3"}})
     resp = branch(client, admin, dataset, state, "trainingState")
     assert resp.status_code == 422 and resp.json["error"]["message"] == (
         "this snapshot's training state is in a layout this deployment cannot read as a branch source. "
         "Restore its weights instead")
     assert branch(client, admin, dataset, state, "weights").status_code == 201
-    weights = snapshot(readable={"weights": False, "trainingState": False})
+    weights = snapshot(contents={"weights": {"format": "onnx-lora"}, "trainingState": {"format": "hf-trainer"}})
     for what in ("weights", "trainingState"):
         resp = branch(client, admin, dataset, weights, what)
         assert resp.json["error"]["message"] == (

@@ -8,6 +8,7 @@ import tarfile
 from flask import Blueprint, request, send_file
 
 from services.api.auth import principal, require_workload, visible
+from services.api.branches import with_readable
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
 from shared.errors import NotFound, ValidationFailed
@@ -26,7 +27,7 @@ def list_snapshots():
     run = request.args.get("run")
     where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True))
     items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after)
-    return page(items, cursor)
+    return page([with_readable(s) for s in items], cursor)
 
 
 @bp.post("/v1/snapshots/import")
@@ -43,7 +44,7 @@ def import_snapshot():
 
 @bp.get("/v1/snapshots/<snapshot_id>")
 def get_snapshot(snapshot_id: str):
-    return _snapshot(snapshot_id)
+    return with_readable(_snapshot(snapshot_id))
 
 
 @bp.get("/v1/snapshots/<snapshot_id>/adapter")
