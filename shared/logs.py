@@ -4,7 +4,9 @@ and whatever resource id the caller binds (`log.bind(run=run_id)`)."""
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 
 import structlog
 
@@ -28,3 +30,16 @@ def configure(service: str, level: str = "INFO") -> structlog.stdlib.BoundLogger
 
 def get(service: str) -> structlog.stdlib.BoundLogger:
     return structlog.get_logger().bind(service=service)
+
+
+def stop_on_signals(log) -> threading.Event:
+    """An event set by SIGTERM or SIGINT, for a service loop to end cleanly between passes."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame) -> None:
+        log.info("stopping", signal=signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop

@@ -106,10 +106,6 @@ def cannot_resume(run_id: str, status: str) -> str:
     return f"run {run_id} is {status}; only a PAUSED run can be resumed"
 
 
-def worker_lost_requeued(node: str) -> str:
-    return f"worker lost on node {node}; re-queued keeping its place"
-
-
 # --- What a waiting claim waits on (SPEC 5). Entries are those of services/scheduler/waiting.py.
 
 WAIT_TEXT_MAX_ENTRIES = 10  # per part; the JSON lists stay complete

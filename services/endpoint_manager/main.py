@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from typing import Any
@@ -65,14 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except (TrainerError, ValueError) as exc:
         log.error("cannot start", error=getattr(exc, "message", None) or str(exc))
         return 2
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("stopping", signal=signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = logs.stop_on_signals(log)
     log.info("endpoint manager started", pool=manager.pool.name, keyPrefix=config.key_prefix)
     try:
         serve(manager=manager, stop=stop, log=log, every_s=args.every)

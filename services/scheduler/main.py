@@ -8,7 +8,6 @@ optimistic Redis transaction, so they never grant a device twice.
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 from typing import Any
@@ -77,14 +76,7 @@ def main() -> int:
     except TrainerError as exc:
         log.error("cannot start", error=exc.message)
         return 2
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("stopping", signal=signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = logs.stop_on_signals(log)
     client = connect(config.redis_url)
     log.info("scheduler started", pools=sorted(config.pools), keyPrefix=config.key_prefix)
     serve(config=config, client=client, celery_app=make_celery(config), log=log, stop=stop)
