@@ -261,8 +261,9 @@ def pool(p: dict[str, Any]) -> list[Any]:
                          ("Held", p.get("heldGpus")), ("Waiting", p.get("waiting")),
                          ("Quotas (held/quota)", _quotas(p.get("quotas")))])
     nodes = list_table(
-        ["Node", "Devices", "GPUs", "Free", "Free devices"],
-        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices")]
+        ["Node", "Devices", "GPUs", "Free", "Free devices", "Worker"],
+        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices"),
+          {True: "alive", False: "none (nothing is granted here)"}.get(n.get("workerAlive"))]
          for n in p.get("nodes") or []], title="Nodes")
     holders = list_table(
         ["Kind", "ID", "GPUs", "Node", "Devices", "Workload", "Model", "Idle"],

@@ -40,3 +40,13 @@ def test_pools_get_renders_the_list_and_one_pool():
     assert "default" in listed and "small 0/1" in listed
     one = render(tables.pool(pool))
     assert "(hidden)" in one and "waiting_for_gpus" in one and "run-1" in one
+
+
+def test_a_node_without_a_live_worker_says_so():
+    pool = {"name": "default", "gpus": 2, "freeGpus": 2, "heldGpus": 0, "waiting": 0, "quotas": [],
+            "holders": [], "queue": [],
+            "nodes": [{"name": "local", "deviceKind": "cpu", "gpus": 2, "freeGpus": 2,
+                       "freeDevices": ["cpu:0", "cpu:1"], "workerAlive": False}]}
+    assert "none (nothing is granted here)" in render(tables.pool(pool))
+    pool["nodes"][0]["workerAlive"] = True
+    assert "alive" in render(tables.pool(pool))
