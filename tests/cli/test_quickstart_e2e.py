@@ -23,7 +23,7 @@ def test_quickstart_trains_the_tiny_model_and_downloads_its_adapter(home, monkey
         assert up.exit_code == 0, up.output + _logs()
         result = runner.invoke(cli, ["quickstart"], catch_exceptions=False)
         assert result.exit_code == 0, result.output + _logs()
-        assert "SUCCEEDED in 60 steps" in result.output
+        assert "SUCCEEDED in 200 steps" in result.output
         runs = json.loads(runner.invoke(cli, ["runs", "get", "-o", "json"]).output)["items"]
         run = runs[0]
         assert run["status"] == "SUCCEEDED" and run["progress"]["loss"] < run["progress"]["firstLoss"]

@@ -18,11 +18,14 @@ from training_cli.tables import event_line
 from training_cli.watch import last_events, watch_run
 
 QUICKSTART_MODEL = "builtin/tiny-qwen3"
+# Long enough (a few seconds on 2 cores) that the adapter served behind an endpoint answers with
+# tokens of the task; at 60 steps the tiny model still ends every answer at once.
 QUICKSTART_PLAN = {
     "method": "sft",
     "model": QUICKSTART_MODEL,
-    "hyperparameters": {"maxSteps": 60, "batchSize": 8, "learningRate": 0.003},
-    "snapshots": {"everySteps": 20},
+    "adapter": {"rank": 16, "alpha": 32},
+    "hyperparameters": {"maxSteps": 200, "batchSize": 8, "learningRate": 0.01},
+    "snapshots": {"everySteps": 50},
 }
 
 
