@@ -187,38 +187,33 @@ class ClaimQueue:
 
     def touch_lease(self, claim_id: str, stamp: str) -> None:
         """Record on a granted claim that its worker's lease was seen at `stamp`."""
-        key = self.keys.claim(claim_id)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    claim = self._docs(pipe, [claim_id])[0]
-                    if claim is None or claim["state"] != ClaimState.GRANTED:
-                        pipe.unwatch()
-                        return
-                    pipe.multi()
-                    pipe.set(key, json.dumps({**claim, "leaseSeenAt": stamp}))
-                    pipe.execute()
-                    return
-                except redis.WatchError:
-                    continue
+        self._change_claim(claim_id, lambda claim: (
+            {**claim, "leaseSeenAt": stamp} if claim["state"] == ClaimState.GRANTED else None))
 
     def mark_dispatched(self, claim_id: str) -> dict[str, Any] | None:
         """Stamp `dispatchedAt` on a granted claim (once). Returns the claim as stored."""
+        return self._change_claim(claim_id, lambda claim: (
+            {**claim, "dispatchedAt": now_iso()}
+            if claim["state"] == ClaimState.GRANTED and not claim["dispatchedAt"] else None))
+
+    def _change_claim(self, claim_id: str, change: Any) -> dict[str, Any] | None:
+        """Read-modify-write one claim under WATCH, retrying on a concurrent write. `change` gets
+        the stored claim and returns the new one, or None to leave it. Returns the claim as stored
+        (None if unknown)."""
         key = self.keys.claim(claim_id)
         with self.redis.pipeline() as pipe:
             while True:
                 try:
                     pipe.watch(key)
                     claim = self._docs(pipe, [claim_id])[0]
-                    if claim is None or claim["state"] != ClaimState.GRANTED or claim["dispatchedAt"]:
+                    new = change(claim) if claim is not None else None
+                    if new is None:
                         pipe.unwatch()
                         return claim
-                    claim = {**claim, "dispatchedAt": now_iso()}
                     pipe.multi()
-                    pipe.set(key, json.dumps(claim))
+                    pipe.set(key, json.dumps(new))
                     pipe.execute()
-                    return claim
+                    return new
                 except redis.WatchError:
                     continue
 
