@@ -56,6 +56,20 @@ class Unprocessable(TrainerError):
     code = "refused"
 
 
+class EndpointStopped(TrainerError):
+    """A request reached the trainer after its endpoint was stopped (SPEC 6)."""
+
+    status = 409
+    code = "endpoint_stopped"
+
+
+class BadGateway(TrainerError):
+    """An endpoint's serving process did not answer a proxied request."""
+
+    status = 502
+    code = "bad_gateway"
+
+
 class Unavailable(TrainerError):
     status = 503
     code = "unavailable"

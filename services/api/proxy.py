@@ -17,7 +17,7 @@ from services.api.auth import Principal
 from services.api.context import Context
 from services.api.endpoints import endpoint_for_request
 from shared import reasons
-from shared.errors import Conflict, TrainerError
+from shared.errors import BadGateway, Conflict, EndpointStopped
 from shared.states import EndpointPhase
 from shared.store import now_iso
 
@@ -25,18 +25,6 @@ CHUNK_BYTES = 1024
 _session = requests.Session()
 _session.trust_env = False  # serving processes are reached directly; no proxy or netrc lookups per request
 _session.mount("http://", requests.adapters.HTTPAdapter(pool_connections=32, pool_maxsize=64))
-
-
-class Gone(TrainerError):
-    """The endpoint stopped while the request was on its way (SPEC 6)."""
-
-    status = 409
-    code = "endpoint_stopped"
-
-
-class Unreachable(TrainerError):
-    status = 502
-    code = "bad_gateway"
 
 
 def _record_request(context: Context, endpoint_id: str) -> dict[str, Any]:
@@ -49,7 +37,7 @@ def _record_request(context: Context, endpoint_id: str) -> dict[str, Any]:
 
 def _refuse_unless_ready(doc: dict[str, Any]) -> None:
     if doc.get("stopRequested") or EndpointPhase(doc["phase"]).is_terminal:
-        raise Gone(reasons.endpoint_stopped_before_request(doc["id"]), details={"phase": doc["phase"]})
+        raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]), details={"phase": doc["phase"]})
     if doc["phase"] != EndpointPhase.READY or not doc.get("address"):
         raise Conflict(reasons.endpoint_not_ready(doc["id"], doc["phase"]), details={"phase": doc["phase"]})
 
@@ -68,9 +56,9 @@ def forward(context: Context, *, path: str, body: dict[str, Any], who: Principal
     except requests.RequestException:
         latest = context.store.get(doc["id"]) or doc
         if latest.get("stopRequested") or latest.get("phase") != EndpointPhase.READY:
-            raise Gone(reasons.endpoint_stopped_before_request(doc["id"]),
+            raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]),
                        details={"phase": latest.get("phase")}) from None
-        raise Unreachable(reasons.ENDPOINT_PROCESS_UNREACHABLE, details={"endpoint": doc["id"]}) from None
+        raise BadGateway(reasons.ENDPOINT_PROCESS_UNREACHABLE, details={"endpoint": doc["id"]}) from None
     headers = {"Content-Type": upstream.headers.get("Content-Type", "application/json"),
                "X-Trainer-Endpoint": doc["id"]}
     if not stream:
