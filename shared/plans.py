@@ -118,6 +118,15 @@ class SnapshotPolicySchema(Schema):
                                 metadata={"description": "write a snapshot every N steps (always one at the end)"})
 
 
+class ValidationPolicySchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    everySteps = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1),
+                                metadata={"description": "score validationDataset every N steps (always at the "
+                                                         "end); default: the snapshot interval, else only at the end"})
+
+
 class PlanSchema(Schema):
     class Meta:
         unknown = RAISE
@@ -126,7 +135,9 @@ class PlanSchema(Schema):
                            metadata={"description": "sft or grpo"})
     model = fields.String(required=True, metadata={"description": "base-model id from the catalog"})
     dataset = fields.String(required=True, metadata={"description": "dataset id"})
-    validationDataset = fields.String(load_default=None, allow_none=True)
+    validationDataset = fields.String(load_default=None, allow_none=True,
+                                      metadata={"description": "dataset id scored for validation loss as the run trains"})
+    validation = fields.Nested(ValidationPolicySchema, load_default=lambda: ValidationPolicySchema().load({}))
     precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS))
     execution = fields.Nested(ExecutionSchema, load_default=lambda: ExecutionSchema().load({}))
     adapter = fields.Nested(AdapterSchema, load_default=lambda: AdapterSchema().load({}))

@@ -112,6 +112,8 @@ def run(r: dict[str, Any]) -> Any:
         ("Progress", progress_text(r)),
         ("Loss", _loss(progress)),
     ]
+    if progress.get("validationLoss") is not None:
+        pairs.append(("Validation loss", number(progress.get("validationLoss"))))
     if progress.get("reward") is not None:
         pairs.append(("Reward", number(progress.get("reward"))))
     pairs += [

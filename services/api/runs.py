@@ -25,11 +25,18 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
     dataset = context.store.get(plan["dataset"])
     if dataset is None or dataset.get("kind") != "dataset" or not who.may_use(dataset["workload"]):
         raise NotFound(f"dataset {plan['dataset']} does not exist", details={"field": "dataset"})
+    validation = None
     if plan["validationDataset"]:
-        other = context.store.get(plan["validationDataset"])
-        if other is None or other.get("kind") != "dataset" or not who.may_use(other["workload"]):
+        validation = context.store.get(plan["validationDataset"])
+        if validation is None or validation.get("kind") != "dataset" or not who.may_use(validation["workload"]):
             raise NotFound(f"dataset {plan['validationDataset']} does not exist",
                            details={"field": "validationDataset"})
+        if validation["format"] != dataset["format"]:
+            raise ValidationFailed(
+                f"validation dataset {validation['id']} holds {validation['format']} rows and dataset "
+                f"{dataset['id']} holds {dataset['format']} rows; a run validates on rows of its training format",
+                details={"field": "validationDataset"},
+            )
     if dataset["format"] not in ("chat", "completion") and plan["method"] == "sft":
         raise ValidationFailed(
             f"dataset {dataset['id']} holds {dataset['format']} rows; sft trains on chat messages "
@@ -67,6 +74,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "pool": pool_name,
         "gpus": gpus,
         "datasetDigest": dataset["digest"],
+        "validationDatasetDigest": validation["digest"] if validation else None,
         "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
         "scheduling": None,

@@ -45,6 +45,7 @@ class ProgressSchema(Schema):
     firstLoss = fields.Float(allow_none=True)
     tokensPerSecond = fields.Float(allow_none=True)
     etaSeconds = fields.Float(allow_none=True)
+    validationLoss = fields.Float(allow_none=True, metadata={"description": "the latest validation loss (validationDataset)"})
 
 
 class WaitEntrySchema(Schema):
@@ -121,6 +122,8 @@ class MetricPointSchema(Schema):
     gradNorm = fields.Float(allow_none=True)
     tokensPerSecond = fields.Float(allow_none=True)
     epoch = fields.Float(allow_none=True)
+    validationLoss = fields.Float(allow_none=True, metadata={"description": "a validation pass: mean token loss over validationDataset"})
+    validationPerplexity = fields.Float(allow_none=True)
     time = fields.String()
 
 

@@ -167,6 +167,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         work_dir=worker.artifacts.run_dir(run["id"]),
         devices=devices,
         restore=restore_for(worker, run),
+        validation_path=(worker.artifacts.dataset_path(run["validationDatasetDigest"])
+                         if run.get("validationDatasetDigest") else None),
     )
     if job.restore is not None:
         reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")

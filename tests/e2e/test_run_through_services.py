@@ -26,7 +26,7 @@ def wait_terminal(stack, run_id: str, timeout_s: float = 240) -> dict:
 
 def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
     dataset = upload_sample(stack)
-    plan = {"method": "sft", "model": "builtin/tiny-qwen3", "dataset": dataset,
+    plan = {"method": "sft", "model": "builtin/tiny-qwen3", "dataset": dataset, "validationDataset": dataset,
             "hyperparameters": {"maxSteps": 30, "batchSize": 8, "learningRate": 0.003},
             "snapshots": {"everySteps": 10}}
     run = stack.post("/v1/runs", json=plan).json()
@@ -43,6 +43,10 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
     assert len(losses) >= 25
     assert sum(losses[-3:]) / 3 < 0.8 * sum(losses[:3]) / 3
     assert all(m["tokensPerSecond"] > 0 for m in metrics if m.get("tokensPerSecond") is not None)
+    # The validation dataset is scored at each snapshot step (no validation.everySteps given).
+    validation = [(m["step"], m["validationLoss"]) for m in metrics if m.get("validationLoss") is not None]
+    assert [step for step, _ in validation] == [10, 20, 30], validation
+    assert validation[-1][1] < validation[0][1] and done["progress"]["validationLoss"] == validation[-1][1]
 
     messages = [e["message"] for e in stack.get(f"/v1/runs/{run['id']}/events").json()["items"]]
     assert messages[0].startswith("queued in pool default")

@@ -82,6 +82,7 @@ class TrainingJob:
     work_dir: Path  # scratch for HF checkpoints; snapshots go under work_dir/"snapshots"
     devices: list[str]  # e.g. ["cpu:0"] or ["cuda:0"]
     restore: Restore | None = None  # a branch, or a run resuming itself after pause / a lost worker
+    validation_path: Path | None = None  # the plan's validationDataset (JSONL), scored every few steps
 
     @property
     def snapshots_dir(self) -> Path:

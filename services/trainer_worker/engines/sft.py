@@ -19,6 +19,7 @@ engine sees them as cuda:0..N-1 (cuda:LOCAL_RANK in a rank).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -105,9 +106,10 @@ def _barrier() -> None:
 class ReporterCallback:
     """Connects the HF Trainer's events to a Reporter. Built lazily on a TrainerCallback (see _callback)."""
 
-    def __init__(self, job: TrainingJob, reporter: Reporter):
+    def __init__(self, job: TrainingJob, reporter: Reporter, *, validate_every: int | None = None):
         self.job = job
         self.reporter = reporter
+        self.validate_every = validate_every  # steps between validation passes (None: no validation set)
         self.losses: list[float] = []
         self.stopped_early = False
         self.paused = False
@@ -120,6 +122,9 @@ class ReporterCallback:
         self.reporter.started(total_steps=state.max_steps)
 
     def on_step_end(self, args, state, control, **kwargs):
+        if self.validate_every and (state.global_step % self.validate_every == 0
+                                    or state.global_step >= state.max_steps):
+            control.should_evaluate = True  # the Trainer scores the eval dataset right after this step
         if state.global_step >= state.max_steps:
             return
         request = _agree_on_stop(self.reporter.stop_request() if state.is_world_process_zero else None)
@@ -137,6 +142,9 @@ class ReporterCallback:
             self.reporter.event(f"stopping at step {state.global_step}: the run was cancelled")
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "eval_loss" in logs:
+            self.reporter.metrics(validation_point(state.global_step, float(logs["eval_loss"])))
+            return
         if not logs or "loss" not in logs:  # the end-of-training summary has train_loss instead
             return
         now = time.monotonic()
@@ -169,13 +177,28 @@ class ReporterCallback:
         self.reporter.snapshot(step=step, directory=directory, manifest=manifest, final=final)
 
 
+def validation_point(step: int, loss: float) -> dict[str, Any]:
+    """The metrics point of one validation pass: the mean token loss over the validation rows
+    (the same loss as training: the completion / assistant tokens) and its perplexity."""
+    return {"step": step, "validationLoss": loss, "validationPerplexity": math.exp(min(loss, 50.0))}
+
+
+def validate_every(plan: dict) -> int | None:
+    """Steps between validation passes: the plan's validation.everySteps, else its snapshot interval,
+    else only the last step (None when the plan has no validationDataset)."""
+    if not plan.get("validationDataset"):
+        return None
+    every = (plan.get("validation") or {}).get("everySteps") or (plan.get("snapshots") or {}).get("everySteps")
+    return int(every or NEVER)
+
+
 def _callback(job: TrainingJob, reporter: Reporter):
     from transformers import TrainerCallback
 
     class _Bound(ReporterCallback, TrainerCallback):
         pass
 
-    return _Bound(job, reporter)
+    return _Bound(job, reporter, validate_every=validate_every(job.plan) if job.validation_path else None)
 
 
 def _save_steps(plan: dict) -> int:
@@ -266,6 +289,11 @@ def sft_config(job: TrainingJob):
         per_device_train_batch_size=per_device_batch_size(
             global_batch=int(hp.get("batchSize") or 8), devices=len(job.devices), gradient_accumulation=accumulation
         ),
+        # Validation passes (validationDataset): the same micro-batch, loss only (no logits kept).
+        per_device_eval_batch_size=per_device_batch_size(
+            global_batch=int(hp.get("batchSize") or 8), devices=len(job.devices), gradient_accumulation=accumulation
+        ),
+        prediction_loss_only=True,
         gradient_accumulation_steps=accumulation,
         learning_rate=float(hp.get("learningRate") or 2e-4),
         max_steps=int(hp.get("maxSteps") or -1),
@@ -326,12 +354,14 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     if restored is not None:
         model = _inherited_model(model, restored, plan, reporter)
     dataset = Dataset.from_list(load_rows(job.dataset_path))
+    validation = Dataset.from_list(load_rows(job.validation_path)) if job.validation_path else None
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
     callback = _callback(job, reporter)
     trainer = SFTTrainer(
         model=model,
         args=args,
         train_dataset=dataset,
+        eval_dataset=validation,
         processing_class=tokenizer,
         peft_config=_lora_config(plan) if restored is None else None,
         callbacks=[callback],
@@ -339,7 +369,8 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     trainer.remove_callback(PrinterCallback)  # it prints every log line to stdout
     reporter.event(
         f"training {plan.get('model')} on {len(dataset)} rows on {', '.join(job.devices)}, "
-        f"{args.per_device_train_batch_size} row(s) per device per micro-batch"
+        + (f"validating on {len(validation)} rows, " if validation is not None else "")
+        + f"{args.per_device_train_batch_size} row(s) per device per micro-batch"
         + _restore_phrase(job, restored)
     )
     trainer.train(resume_from_checkpoint=str(restored.checkpoint) if restored and restored.checkpoint else None)

@@ -1,0 +1,192 @@
+"""Reward functions (SPEC 4) and the judge protocol, shared by reinforcement runs and evaluations.
+
+A reward is one entry of a plan's `grpo.rewards` (or an evaluation's `rewards`): either
+`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT_ID, weight}`.
+
+Built-in functions, each `(completion, row, **parameters) -> float | None`:
+
+    exact_match  1.0 when the completion equals the row's `field` (default `answer`), compared with
+                 whitespace collapsed and ends stripped; else 0.0. None when the row has no such
+                 field (the row is not scored by it).
+    regex        1.0 when the whole completion (ends stripped) matches `pattern` (re.fullmatch,
+                 DOTALL): a format check; else 0.0.
+    length       a penalty for missing a `target` length in characters: -|len - target| / target,
+                 0.0 at the target, -1.0 at nothing or at twice the target.
+
+A deployment registers its own under `rewardFunctions: {NAME: "package.module:function"}` in its
+config; they take the same arguments and are looked up by name like the built-in ones.
+
+A judge is an endpoint asked, through its OpenAI chat API, to score a completion; its answer is
+parsed to a number by `parse_judge_score` (None when it holds none: the caller records that).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from shared.errors import ValidationFailed
+
+RewardFunction = Callable[..., "float | None"]
+
+
+def _collapse(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def exact_match(completion: str, row: Mapping[str, Any], *, field: str | None = None) -> float | None:
+    field = field or "answer"
+    if field not in row or row[field] is None:
+        return None
+    return 1.0 if _collapse(completion) == _collapse(row[field]) else 0.0
+
+
+def regex(completion: str, row: Mapping[str, Any], *, pattern: str) -> float:
+    return 1.0 if re.fullmatch(pattern, completion.strip(), flags=re.DOTALL) else 0.0
+
+
+def length(completion: str, row: Mapping[str, Any], *, target: int) -> float:
+    return -abs(len(completion) - target) / target
+
+
+BUILTIN: dict[str, RewardFunction] = {"exact_match": exact_match, "regex": regex, "length": length}
+# The parameters each built-in function takes from its reward entry (None values are left out).
+BUILTIN_PARAMETERS: dict[str, tuple[str, ...]] = {"exact_match": ("field",), "regex": ("pattern",),
+                                                  "length": ("target",)}
+
+
+def load_registered(reference: str) -> RewardFunction:
+    """The callable a config names as "package.module:function"; ValidationFailed if it is not one."""
+    module_name, _, attribute = reference.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValidationFailed(f"reward function {reference} cannot be loaded: {exc}",
+                               details={"reference": reference}) from None
+    if not callable(function):
+        raise ValidationFailed(f"reward function {reference} is not callable", details={"reference": reference})
+    return function
+
+
+def reward_key(rewards: list[Mapping[str, Any]], index: int) -> str:
+    """The name a reward's metrics go under: the function name, or `judge:ENDPOINT_ID`; a name used
+    twice in one list gets `#N` (its 1-based place) after it."""
+    def base(entry: Mapping[str, Any]) -> str:
+        return entry["function"] if entry.get("function") else f"judge:{entry.get('judge')}"
+
+    name = base(rewards[index])
+    if sum(1 for entry in rewards if base(entry) == name) > 1:
+        return f"{name}#{index + 1}"
+    return name
+
+
+def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, str] | None = None,
+                  field_prefix: str = "grpo.rewards") -> None:
+    """Refuse (ValidationFailed, naming the field) a reward list that could not be scored."""
+    registered = registered or {}
+    for i, entry in enumerate(rewards):
+        where = f"{field_prefix}.{i}"
+        function, judge = entry.get("function"), entry.get("judge")
+        if bool(function) == bool(judge):
+            raise ValidationFailed(f"{where}: a reward names either a function or a judge endpoint, not "
+                                   f"{'both' if function else 'neither'}", details={"field": where})
+        if judge:
+            continue
+        if function not in BUILTIN and function not in registered:
+            known = sorted({*BUILTIN, *registered})
+            raise ValidationFailed(f"{where}.function: no reward function {function} in this deployment; it has "
+                                   f"{', '.join(known)}", details={"field": f"{where}.function", "known": known})
+        if function == "regex":
+            if not entry.get("pattern"):
+                raise ValidationFailed(f"{where}.pattern: the regex reward needs a pattern",
+                                       details={"field": f"{where}.pattern"})
+            try:
+                re.compile(entry["pattern"])
+            except re.error as exc:
+                raise ValidationFailed(f"{where}.pattern: not a regular expression: {exc}",
+                                       details={"field": f"{where}.pattern"}) from None
+        if function == "length" and not (isinstance(entry.get("target"), int) and entry["target"] > 0):
+            raise ValidationFailed(f"{where}.target: the length reward needs a target length of 1 or more "
+                                   "characters", details={"field": f"{where}.target"})
+
+
+def function_of(entry: Mapping[str, Any], registered: Mapping[str, str] | None = None) -> Callable[[str, Mapping], float | None]:
+    """A reward entry's function as `(completion, row) -> float | None`, its parameters bound."""
+    name = entry["function"]
+    if name in BUILTIN:
+        function = BUILTIN[name]
+        params = {p: entry[p] for p in BUILTIN_PARAMETERS[name] if entry.get(p) is not None}
+    else:
+        if not registered or name not in registered:
+            raise ValidationFailed(f"no reward function {name} in this deployment", details={"function": name})
+        function = load_registered(registered[name])
+        params = {k: v for k, v in entry.items() if k not in ("function", "weight", "judge") and v is not None}
+
+    def bound(completion: str, row: Mapping[str, Any]) -> float | None:
+        value = function(completion, row, **params)
+        return None if value is None else float(value)
+
+    return bound
+
+
+def score_functions(rewards: list[Mapping[str, Any]], completion: str, row: Mapping[str, Any], *,
+                    registered: Mapping[str, str] | None = None) -> dict[str, float | None]:
+    """Each function reward's score of one completion, by `reward_key` (judges are left out)."""
+    return {reward_key(rewards, i): function_of(entry, registered)(completion, row)
+            for i, entry in enumerate(rewards) if entry.get("function")}
+
+
+def weighted_total(rewards: list[Mapping[str, Any]], scores: Mapping[str, float | None]) -> float:
+    """The reward a completion gets: the weighted sum of its scores (a missing score counts 0)."""
+    return sum(float(entry.get("weight", 1.0)) * float(scores.get(reward_key(rewards, i)) or 0.0)
+               for i, entry in enumerate(rewards))
+
+
+# --- Judges
+
+JUDGE_SYSTEM_PROMPT = (
+    "You grade answers. Reply with one number from 0 to 10 and nothing else: 10 for a correct, "
+    "complete answer, 0 for a wrong or empty one."
+)
+_NUMBER = re.compile(r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?")
+
+
+def judge_messages(prompt: Any, completion: str, row: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+    """The chat a judge is sent for one completion (the reference answer too when the row has one)."""
+    if isinstance(prompt, list):
+        prompt = "\n".join(f"{m.get('role')}: {m.get('content')}" for m in prompt)
+    parts = [f"Question:\n{prompt}", f"Answer:\n{completion}"]
+    if row and row.get("answer") is not None:
+        parts.insert(1, f"Reference answer:\n{row['answer']}")
+    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def parse_judge_score(text: str | None) -> float | None:
+    """The judge's score in [0, 1]: the first number of its answer, out of 10 (or out of N when it
+    writes `X/N`), clipped. None when the answer holds no number."""
+    if not text:
+        return None
+    found = _NUMBER.search(text)
+    if not found:
+        return None
+    value = float(found.group(1))
+    scale = float(found.group(2)) if found.group(2) else 10.0
+    if scale <= 0:
+        return None
+    return min(1.0, max(0.0, value / scale))
+
+
+def ask_judge(address: str, messages: list[dict[str, str]], *, model: str | None = None, max_tokens: int = 8,
+              timeout_s: float = 60.0, session: Any = None) -> str:
+    """One greedy chat completion from a judge's serving process at `address`; returns its text.
+    Raises requests.RequestException when it cannot be reached or answers with an error."""
+    import requests
+
+    body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": 0}
+    if model:
+        body["model"] = model
+    response = (session or requests).post(f"{address}/v1/chat/completions", json=body, timeout=timeout_s)
+    response.raise_for_status()
+    return response.json()["choices"][0]["message"]["content"] or ""
