@@ -12,11 +12,20 @@ on the built-in tiny model and measures:
    max_tokens 1, temperature 0): one straight to the endpoint's address, one through the trainer's
    API (`model` = the endpoint id, bearer token), each over a persistent requests.Session,
    interleaved (the order inside a pair alternates). Reports p50/p90/p99 of each, of the per-pair
-   difference (through - direct), the difference of the p50s and the ratio.
+   difference (through - direct), the difference of the p50s and the ratio. Then the same with
+   `model` = the endpoint's name.
+   The same with a request the serving process refuses at once (`prompt: 5`, 400): the proxy's
+   cost without the generation's spread.
 0. The floor: GET /health on the serving process against GET /v1/health on the API (an
    unauthenticated route that touches neither Redis nor the endpoint), interleaved the same way:
    what one more HTTP hop through gunicorn and Flask costs before the proxy does anything.
 3. The same with `stream: true` (max_tokens 4): time to the first body byte and to the last.
+
+4. With TRAINING_BENCH_BASELINE_REPO=DIR (another checkout of the repo, e.g. `git archive HEAD`
+   unpacked there): a second API started from DIR on the same Redis, config and endpoint, and N
+   triplets (direct, through this API, through the baseline API; the order rotates), streaming and
+   not: what this checkout's proxy adds against the baseline's, measured side by side, so the
+   machine's load drifts over both alike.
 
 Timings on a shared machine are noisy: compare the figures of one run with each other.
 Results: docs/endpoints-benchmark.md.
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,13 +65,18 @@ def epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def one(session: requests.Session, url: str, body: dict, headers: dict | None = None) -> float:
+def one(session: requests.Session, url: str, body: dict, headers: dict | None = None, status: int = 200) -> float:
     start = time.perf_counter()
     resp = session.post(url, json=body, headers=headers, timeout=60)
     resp.content  # noqa: B018 - read the whole body
     elapsed = time.perf_counter() - start
-    assert resp.status_code == 200, (url, resp.status_code, resp.text[:300])
+    assert resp.status_code == status, (url, resp.status_code, resp.text[:300])
     return elapsed
+
+
+# A request the serving process refuses before generating (400): what the proxy adds, without the
+# generation time's spread (several ms) in every sample.
+REFUSED = {"prompt": 5, "max_tokens": 1}
 
 
 def one_stream(session: requests.Session, url: str, body: dict, headers: dict | None = None) -> tuple[float, float]:
@@ -110,6 +125,74 @@ def pairs(n: int, direct_fn, through_fn) -> tuple[list, list]:
     return direct, through
 
 
+def triplets(n: int, fns) -> list[list[float]]:
+    """n rounds of each function once, the order rotating; one list of samples per function."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for i in range(n):
+        for k in range(len(fns)):
+            j = (i + k) % len(fns)
+            samples[j].append(fns[j]())
+    return samples
+
+
+def compare(title: str, direct: list[float], this: list[float], baseline: list[float]) -> None:
+    added = [t - d for d, t in zip(direct, this, strict=True)]
+    added_base = [b - d for d, b in zip(direct, baseline, strict=True)]
+    versus = [t - b for t, b in zip(this, baseline, strict=True)]
+    print(f"\n{title} (n={len(direct)} triplets), milliseconds")
+    print("                                  p50      p90      p99")
+    for label, xs in (("direct", direct), ("through this API", this), ("through the baseline", baseline),
+                      ("added, this (per triplet)", added), ("added, baseline", added_base),
+                      ("this - baseline", versus)):
+        print(f"  {label:<28} " + "  ".join(ms(pct(xs, q)) for q in (50, 90, 99)))
+
+
+def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
+    from shared.redis_server import free_port
+
+    port = free_port()
+    log = (stack.home / "api-baseline.log").open("ab")
+    proc = subprocess.Popen([sys.executable, "-m", "services.api.main", "--port", str(port)], cwd=repo,
+                            env=stack.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy():
+        try:
+            return requests.get(url + "/v1/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    stack.wait_until("the baseline API", healthy, timeout_s=60)
+    return proc, url
+
+
+def run_baseline(stack, doc: dict, n: int, repo: str) -> None:
+    proc, base_url = baseline_api(stack, repo)
+    try:
+        auth = stack.headers()
+        body = {"prompt": "x", "max_tokens": 1, "temperature": 0, "model": doc["id"]}
+        direct_url = doc["address"] + "/v1/completions"
+        sessions = [requests.Session() for _ in range(3)]
+        urls = [direct_url, stack.api_url + "/v1/completions", base_url + "/v1/completions"]
+        heads = [None, auth, auth]
+        for _ in range(WARMUP):
+            for s, u, h in zip(sessions, urls, heads):
+                one(s, u, body, h)
+        fns = [lambda s=s, u=u, h=h: one(s, u, body, h) for s, u, h in zip(sessions, urls, heads)]
+        compare(f"against the baseline at {repo}: POST /v1/completions, max_tokens 1", *triplets(n, fns))
+        refused = {**REFUSED, "model": doc["id"]}
+        fns = [lambda s=s, u=u, h=h: one(s, u, refused, h, status=400) for s, u, h in zip(sessions, urls, heads)]
+        compare("against the baseline: a request the serving process refuses at once (400)", *triplets(n, fns))
+        sbody = {**body, "max_tokens": 4, "stream": True}
+        sfns = [lambda s=s, u=u, h=h: one_stream(s, u, sbody, h) for s, u, h in zip(sessions, urls, heads)]
+        d, t, b = triplets(n, sfns)
+        compare("against the baseline: stream, time to first byte", *([x[0] for x in xs] for xs in (d, t, b)))
+        compare("against the baseline: stream, time to last byte", *([x[1] for x in xs] for xs in (d, t, b)))
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp:
@@ -127,8 +210,8 @@ def run(stack, n: int) -> None:
     # 1. cold start
     created_at = time.time()
     t0 = time.perf_counter()
-    ep = api.post(stack.api_url + "/v1/endpoints", json={"model": "builtin/tiny-qwen3", "idleTimeout": 0},
-                  timeout=30).json()
+    ep = api.post(stack.api_url + "/v1/endpoints", json={"model": "builtin/tiny-qwen3", "idleTimeout": 0,
+                                                         "name": "bench"}, timeout=30).json()
     while True:
         doc = api.get(f"{stack.api_url}/v1/endpoints/{ep['id']}", timeout=30).json()
         if doc["phase"] in ("READY", "FAILED", "TERMINATED"):
@@ -192,6 +275,14 @@ def run(stack, n: int) -> None:
     d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
                  lambda: one(through_s, through_url, through_body, auth))
     report("POST /v1/completions, max_tokens 1", d, t)
+    refused = {**REFUSED, "model": doc["id"]}
+    d, t = pairs(n, lambda: one(direct_s, direct_url, refused, status=400),
+                 lambda: one(through_s, through_url, refused, auth, status=400))
+    report("POST /v1/completions refused by the serving process at once (400): no generation", d, t)
+    by_name = {**through_body, "model": "bench"}  # the endpoint's name instead of its id
+    d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
+                 lambda: one(through_s, through_url, by_name, auth))
+    report("POST /v1/completions, max_tokens 1, `model` = the endpoint's name", d, t)
 
     # 3. streaming
     sbody = {**body, "max_tokens": 4, "stream": True}
@@ -203,6 +294,10 @@ def run(stack, n: int) -> None:
                  lambda: one_stream(through_s, through_url, sthrough, auth))
     report("stream: true, max_tokens 4 - time to first byte", [x[0] for x in d], [x[0] for x in t])
     report("stream: true, max_tokens 4 - time to last byte", [x[1] for x in d], [x[1] for x in t])
+
+    baseline = os.environ.get("TRAINING_BENCH_BASELINE_REPO")
+    if baseline:
+        run_baseline(stack, doc, n, baseline)
 
 
 if __name__ == "__main__":

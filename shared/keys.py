@@ -73,5 +73,15 @@ class Keys:
         """String with a TTL: the token of the one endpoint manager acting for this node."""
         return f"{self.prefix}node:{node}:endpoint-manager"
 
+    def endpoint_name(self, name: str) -> str:
+        """String: id of the endpoint last created with this name (services/api/endpoints.py). A hint
+        for the proxy's lookup by name, checked against the document (the endpoint may have ended)."""
+        return f"{self.prefix}endpoint-name:{name}"
+
+    def endpoint_managers_missing(self) -> str:
+        """Hash node -> epoch seconds: since when the scheduler has seen no endpoint manager for a
+        node that holds endpoint claims (services/scheduler/lost_endpoints.py)."""
+        return f"{self.prefix}endpoint-managers:missing-since"
+
     def celery_prefix(self) -> str:
         return f"{self.prefix}celery:"

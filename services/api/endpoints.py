@@ -3,7 +3,9 @@ stop; and find the endpoint a proxied request names (SPEC 2.6, 6)."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
@@ -18,9 +20,21 @@ from shared.states import EndpointPhase, endpoint_transition
 from shared.store import now_iso
 
 
+def _is_live_named(doc: dict[str, Any] | None, name: str) -> bool:
+    return bool(doc) and doc.get("kind") == "endpoint" and doc.get("name") == name and not EndpointPhase(
+        doc["phase"]).is_terminal
+
+
 def _live_named(context: Context, name: str) -> dict[str, Any] | None:
-    found, _ = context.store.list(
-        "ep", where=lambda d: d.get("name") == name and not EndpointPhase(d["phase"]).is_terminal, limit=1)
+    """The live endpoint with this name. The `endpoint-name:NAME` key written at creation finds it
+    with one read (the proxy does this per request); the key is only a hint, checked against the
+    document, and the index scan answers when it is missing or stale."""
+    hinted = context.redis.get(context.keys.endpoint_name(name))
+    if hinted:
+        doc = context.store.get(hinted.decode() if isinstance(hinted, bytes) else hinted)
+        if _is_live_named(doc, name):
+            return doc
+    found, _ = context.store.list("ep", where=lambda d: _is_live_named(d, name), limit=1)
     return found[0] if found else None
 
 
@@ -52,13 +66,19 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         "model": spec["model"], "snapshot": spec["snapshot"], "gpus": spec["gpus"], "pool": pool_name,
         "idleTimeout": spec["idleTimeout"], "startTimeout": spec["startTimeout"],
         "phase": EndpointPhase.QUEUED.value, "address": None, "detail": None,
-        "lastRequestAt": None, "readyAt": None, "servedModel": endpoint_id,
-        "adapterName": spec["snapshot"], "stopRequested": False, "process": None, "startingSince": None,
+        # Its serving process answers to the endpoint's id: the base model's name when it serves
+        # the base, the adapter's when it serves a snapshot (then the base goes by the catalog id).
+        "lastRequestAt": None, "readyAt": None, "servedModel": spec["model"] if spec["snapshot"] else endpoint_id,
+        "adapterName": endpoint_id if spec["snapshot"] else None, "stopRequested": False, "process": None,
+        "startingSince": None,
         "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": []},
     })
+    if spec["name"]:
+        context.redis.set(context.keys.endpoint_name(spec["name"]), endpoint_id)
+    # The event first: once submitted, the scheduler may grant (and log it) at once.
+    context.store.add_event(endpoint_id, f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
     claim = claims.submit(kind="endpoint", resource_id=endpoint_id, pool=pool_name, gpus=spec["gpus"],
                           workload=workload, model=spec["model"])
-    context.store.add_event(endpoint_id, f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
     def attach(d: dict[str, Any]) -> dict[str, Any]:
         d["scheduling"] = {**d["scheduling"], "claim": claim["id"]}
@@ -110,6 +130,43 @@ def stop_endpoint(context: Context, endpoint_id: str) -> dict[str, Any]:
         context.claims().release(claim_id)
     context.store.add_event(endpoint_id, "stop requested by the user")
     return doc
+
+
+LOG_LINES_DEFAULT, LOG_LINES_MAX = 100, 10_000
+_TAIL_BLOCK_BYTES = 64 * 1024
+
+
+def _tail(path: Path, lines: int) -> list[str]:
+    """The last `lines` lines of a file, reading backwards by blocks (a serving log grows for as
+    long as the endpoint lives; only its end is read)."""
+    with path.open("rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        data, start = b"", end
+        while start > 0 and data.count(b"\n") <= lines:
+            start = max(0, start - _TAIL_BLOCK_BYTES)
+            f.seek(start)
+            data = f.read(end - start)
+    text = data.decode("utf-8", errors="replace").splitlines()
+    return text[-lines:]
+
+
+def endpoint_log(context: Context, endpoint_id: str, *, lines: Any) -> dict[str, Any]:
+    """The tail of the endpoint's serving log (`process.log`, under the artifact root), whatever
+    its phase, for as long as the file exists."""
+    doc = get_endpoint(context, endpoint_id)
+    try:
+        count = LOG_LINES_DEFAULT if lines is None else int(lines)
+    except (TypeError, ValueError):
+        count = -1
+    if not 1 <= count <= LOG_LINES_MAX:
+        raise ValidationFailed(f"lines must be a whole number from 1 to {LOG_LINES_MAX}",
+                               details={"field": "lines", "value": lines})
+    relative = (doc.get("process") or {}).get("log")
+    path = context.artifacts.path(relative) if relative else None
+    if path is None or not path.is_file():
+        raise NotFound(reasons.endpoint_log_missing(endpoint_id, doc["phase"]),
+                       details={"endpoint": endpoint_id, "phase": doc["phase"]})
+    return {"endpoint": endpoint_id, "phase": doc["phase"], "log": relative, "lines": _tail(path, count)}
 
 
 def endpoint_for_request(context: Context, model: Any, who: Principal) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from shared.config import load_config
 from shared.errors import TrainerError
 from shared.store import connect
 
-from services.endpoint_manager.manager import EndpointManager
+from services.endpoint_manager.manager import MANAGER_LEASE_MS, EndpointManager
 
 PASS_EVERY_S = 0.5
 ERROR_BACKOFF_S = 1.0
@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="host in the address of this node's endpoints, as the API reaches them "
                              "(env TRAINING_ENDPOINT_HOST; default: the bind host)")
     parser.add_argument("--every", type=float, default=PASS_EVERY_S, help="seconds between passes")
+    parser.add_argument("--lease-s", type=float,
+                        default=os.environ.get("TRAINING_ENDPOINT_MANAGER_LEASE_S", str(MANAGER_LEASE_MS / 1000)),
+                        help="seconds the node lease outlives its last renewal: how soon a standby manager takes "
+                             "over, and when the scheduler starts counting the node as without a manager "
+                             f"(env TRAINING_ENDPOINT_MANAGER_LEASE_S; {MANAGER_LEASE_MS // 1000})")
     parser.add_argument("--stop-serving-on-exit", action="store_true",
                         help="stop this node's serving processes when the manager exits")
     args = parser.parse_args(argv)
@@ -60,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config()
         manager = EndpointManager(config=config, client=connect(config.redis_url), node=args.node, log=log,
-                                  bind_host=args.bind_host, advertise_host=args.advertise_host)
+                                  bind_host=args.bind_host, advertise_host=args.advertise_host,
+                                  lease_ms=max(1000, int(args.lease_s * 1000)))
     except (TrainerError, ValueError) as exc:
         log.error("cannot start", error=getattr(exc, "message", None) or str(exc))
         return 2

@@ -1,6 +1,6 @@
 """The scheduler's entry point: `python -m services.scheduler.main`.
 
-It loops: one pass (sweep, lost workers, grant, dispatch), then waits up to a second for a
+It loops: one pass (sweep, lost workers, lost endpoint managers, grant, dispatch), then waits up to a second for a
 wake-up token that `submit` and `release` push. SIGTERM or SIGINT ends the loop after the pass in
 progress; the process then exits 0. Several schedulers may run at once: every grant is one
 optimistic Redis transaction, so they never grant a device twice.
@@ -23,6 +23,7 @@ from shared.store import Store, connect
 
 from services.scheduler.dispatch import dispatch_granted, sweep
 from services.scheduler.lost import requeue_lost
+from services.scheduler.lost_endpoints import recover_lost_endpoints
 from services.scheduler.queue import ClaimQueue
 
 WAKEUP_WAIT_S = 1  # the longest a submitted claim waits for a pass
@@ -35,6 +36,7 @@ def run_once(
     """One full pass over every pool. Returns how many claims each step touched."""
     released = sweep(queue=queue, store=store, config=config, log=log)
     lost = requeue_lost(queue=queue, store=store, config=config, log=log)
+    recover_lost_endpoints(queue=queue, store=store, config=config, log=log)  # logs what it moves
     granted = []
     for pool in config.pools:
         for claim in queue.grant_pass(config, pool):

@@ -47,19 +47,47 @@ def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
     chat = client.chat.completions.create(model="tuned", messages=[{"role": "user", "content": "Reverse: stone"}],
                                           max_tokens=8, temperature=0)
     assert chat.choices[0].message.content and chat.usage.completion_tokens > 0
-    streamed = client.chat.completions.create(model=ep["id"], messages=[{"role": "user", "content": "Reverse: stone"}],
-                                              max_tokens=8, temperature=0, stream=True)
+    assert chat.model == "tuned"  # the answer names what the client asked for, not a snapshot id
+    streamed = list(client.chat.completions.create(
+        model=ep["id"], messages=[{"role": "user", "content": "Reverse: stone"}], max_tokens=8, temperature=0,
+        stream=True))
     text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
     assert text == chat.choices[0].message.content  # greedy: the same answer, streamed
+    assert {chunk.model for chunk in streamed} == {ep["id"]}
+    by_name = list(client.chat.completions.create(
+        model="tuned", messages=[{"role": "user", "content": "Reverse: stone"}], max_tokens=8, temperature=0,
+        stream=True, stream_options={"include_usage": True}))
+    assert {chunk.model for chunk in by_name} == {"tuned"} and by_name[-1].usage.completion_tokens > 0
     completion = client.completions.create(model="tuned", prompt="Add: 2 + 3", max_tokens=4, temperature=0)
-    assert completion.choices[0].text is not None
+    assert completion.choices[0].text is not None and completion.model == "tuned"
+    assert client.completions.create(model=ep["id"], prompt="Add: 2 + 3", max_tokens=4, temperature=0).model == ep["id"]
+
+    # The serving process answers to the endpoint's id itself (its adapter is loaded under it), and a
+    # user may still load adapters into it at run time and ask for them at its address.
+    direct = OpenAI(base_url=f"{ready['address']}/v1", api_key="none")
+    assert {m.id for m in direct.models.list().data} == {ep["id"], "builtin/tiny-qwen3"}
+    snap = stack.get(f"/v1/snapshots/{snapshot}").json()
+    adapter_dir = stack.artifacts / snap["path"] / ((snap.get("contents") or {}).get("weights") or {}).get(
+        "path", "adapter")
+    loaded = requests.post(f"{ready['address']}/v1/load_lora_adapter", timeout=60,
+                           json={"lora_name": "mine", "lora_path": str(adapter_dir)})
+    assert loaded.status_code == 200, loaded.text
+    mine = direct.chat.completions.create(model="mine", messages=[{"role": "user", "content": "Reverse: stone"}],
+                                          max_tokens=8, temperature=0)
+    assert mine.model == "mine" and mine.choices[0].message.content == chat.choices[0].message.content
+    assert client.chat.completions.create(model="tuned", messages=[{"role": "user", "content": "x"}],
+                                          max_tokens=2).model == "tuned"
     after = stack.get(f"/v1/endpoints/{ep['id']}").json()
     assert after["lastRequestAt"] is not None
+    log = stack.get(f"/v1/endpoints/{ep['id']}/logs?lines=10000").json()  # the serving process's own log
+    assert log["log"] == f"endpoints/{ep['id']}/server.log"
+    assert log["lines"][0].startswith("--- ") and "services.endpoint_manager.server" in log["lines"][0]
 
     stopped = requests.delete(f"{stack.api_url}/v1/endpoints/{ep['id']}", headers=stack.headers(), timeout=30).json()
     assert stopped["stopRequested"] is True
     done = stack.wait_until("TERMINATED", lambda: phase_is(stack, ep["id"], "TERMINATED"), timeout_s=60)
     assert done["detail"] == "stopped by the user" and done["address"] is None
+    assert stack.get(f"/v1/endpoints/{ep['id']}/logs?lines=10000").json()["lines"][:1] == log["lines"][:1]  # still
     resp = stack.post("/v1/chat/completions", json={"model": ep["id"], "messages": [{"role": "user", "content": "x"}]})
     assert resp.status_code == 409 and resp.json()["error"]["message"] == (
         f"endpoint {ep['id']} is TERMINATED; it answers requests once READY")

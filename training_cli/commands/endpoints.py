@@ -75,3 +75,15 @@ def delete(cli: CliContext, endpoint_id: str, fmt: str) -> None:
                    + ("stopping" if endpoint.get("stopRequested") else str(endpoint.get("phase"))))
     else:
         emit(endpoint, fmt, tables.endpoint)
+
+
+@group.command("logs")
+@click.argument("endpoint_id", metavar="ID")
+@click.option("--lines", "-n", type=click.IntRange(min=1, max=10_000), default=100, show_default=True,
+              help="How many of the last lines to show.")
+@pass_cli
+def logs(cli: CliContext, endpoint_id: str, lines: int) -> None:
+    """The tail of the endpoint's serving-process log (whatever its phase)."""
+    answer = cli.client.get(f"/v1/endpoints/{endpoint_id}/logs", {"lines": lines})
+    for line in answer.get("lines") or []:
+        click.echo(line)

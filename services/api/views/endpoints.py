@@ -1,4 +1,4 @@
-"""Endpoints (create, list, get, stop) and the OpenAI-compatible surface proxied through the
+"""Endpoints (create, list, get, stop, events, serving log) and the OpenAI-compatible surface proxied through the
 trainer: POST /v1/chat/completions, POST /v1/completions, GET /v1/models."""
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ def endpoint_events(endpoint_id: str):
     start = int(raw) if raw.isdigit() else 0
     items = ctx().store.events(endpoint_id, start=start)
     return {"items": items, "next": start + len(items)}
+
+
+@bp.get("/v1/endpoints/<endpoint_id>/logs")
+def endpoint_logs(endpoint_id: str):
+    return service.endpoint_log(ctx(), endpoint_id, lines=request.args.get("lines"))
 
 
 @bp.post("/v1/chat/completions")
