@@ -1,4 +1,4 @@
-"""State machines of the resources, one per kind (SPEC 2.3, 2.6).
+"""State machines of the resources, one per kind (SPEC 2.3, 2.5, 2.6).
 
 Each kind has a StrEnum with a comment per member, its terminal set, an explicit table of the
 edges it may take, and one `transition()` that refuses any other edge. Nothing else decides
@@ -111,3 +111,48 @@ def endpoint_transition(current: EndpointPhase | str, target: EndpointPhase | st
 
 def endpoint_edges() -> dict[EndpointPhase, frozenset[EndpointPhase]]:
     return dict(_ENDPOINT_EDGES)
+
+
+class EvaluationStatus(StrEnum):
+    QUEUED = "QUEUED"  # waiting in its pool's queue for GPUs (again, after its worker was lost)
+    STARTING = "STARTING"  # GPUs granted, the worker is loading the model through the load spec
+    RUNNING = "RUNNING"  # rows are being scored
+    SUCCEEDED = "SUCCEEDED"  # every row scored; metrics and per-row results are written
+    FAILED = "FAILED"  # stopped by an error; `detail` says which
+    CANCELLED = "CANCELLED"  # stopped by the user
+
+    @classmethod
+    def terminal(cls) -> frozenset["EvaluationStatus"]:
+        return frozenset({cls.SUCCEEDED, cls.FAILED, cls.CANCELLED})
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in self.terminal()
+
+
+_EVALUATION_EDGES: dict[EvaluationStatus, frozenset[EvaluationStatus]] = {
+    EvaluationStatus.QUEUED: frozenset({EvaluationStatus.STARTING, EvaluationStatus.CANCELLED, EvaluationStatus.FAILED}),
+    # STARTING/RUNNING -> QUEUED: the worker was lost; the evaluation waits again keeping its place
+    # and scores every row again (it keeps nothing half-done).
+    EvaluationStatus.STARTING: frozenset(
+        {EvaluationStatus.RUNNING, EvaluationStatus.QUEUED, EvaluationStatus.FAILED, EvaluationStatus.CANCELLED}
+    ),
+    EvaluationStatus.RUNNING: frozenset(
+        {EvaluationStatus.SUCCEEDED, EvaluationStatus.FAILED, EvaluationStatus.CANCELLED, EvaluationStatus.QUEUED}
+    ),
+    EvaluationStatus.SUCCEEDED: frozenset(),
+    EvaluationStatus.FAILED: frozenset(),
+    EvaluationStatus.CANCELLED: frozenset(),
+}
+
+
+def evaluation_transition(current: EvaluationStatus | str, target: EvaluationStatus | str) -> EvaluationStatus:
+    """Return `target` if an evaluation may go there from `current`, else raise IllegalTransition."""
+    current, target = EvaluationStatus(current), EvaluationStatus(target)
+    if target not in _EVALUATION_EDGES[current]:
+        raise IllegalTransition("evaluation", current, target)
+    return target
+
+
+def evaluation_edges() -> dict[EvaluationStatus, frozenset[EvaluationStatus]]:
+    return dict(_EVALUATION_EDGES)

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import click
 
-from training_cli.commands import base_models, config, datasets, endpoints, info, pools, runs, snapshots, stack
+from training_cli.commands import (
+    base_models,
+    comparisons,
+    config,
+    datasets,
+    endpoints,
+    evaluations,
+    info,
+    pools,
+    runs,
+    snapshots,
+    stack,
+)
 from training_cli.context import CliContext
 
 
@@ -25,6 +37,8 @@ cli.add_command(runs.group)
 cli.add_command(snapshots.group)
 cli.add_command(pools.group)
 cli.add_command(endpoints.group)
+cli.add_command(evaluations.group)
+cli.add_command(comparisons.group)
 cli.add_command(config.group)
 cli.add_command(stack.up)
 cli.add_command(stack.down)

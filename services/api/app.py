@@ -8,7 +8,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from services.api.auth import authenticate
 from services.api.context import Context
 from services.api.openapi import build_spec, docs_page
-from services.api.views import base_models, datasets, endpoints, info, pools, runs, snapshots
+from services.api.views import base_models, comparisons, datasets, endpoints, evaluations, info, pools, runs, snapshots
 from shared import logs
 from shared.config import DeploymentConfig, load_config
 from shared.errors import TooLarge, TrainerError
@@ -24,7 +24,8 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
     app.extensions["trainer"] = Context.build(config)
     log = logs.get("api")
 
-    for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp, endpoints.bp, pools.bp):
+    for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp, endpoints.bp, pools.bp,
+                      evaluations.bp, comparisons.bp):
         app.register_blueprint(blueprint)
 
     @app.before_request

@@ -27,8 +27,8 @@ from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
 from shared.keys import Keys
-from shared.load_spec import load_spec_for
-from shared.states import EndpointPhase, RunStatus, endpoint_transition
+from shared.load_spec import LoadSpec, load_spec_for
+from shared.states import EndpointPhase, EvaluationStatus, RunStatus, endpoint_transition
 from shared.store import Store, now_iso
 
 from services.endpoint_manager import supervisor
@@ -59,9 +59,19 @@ def uses_judge(run: dict[str, Any], endpoint: dict[str, Any]) -> bool:
     return any(isinstance(r, dict) and r.get("judge") in names for r in rewards)
 
 
+def judges_evaluation(evaluation: dict[str, Any], endpoint: dict[str, Any]) -> bool:
+    """True when an evaluation that has not ended scores with the endpoint (id or name) as its judge."""
+    try:
+        if EvaluationStatus(evaluation.get("status")).is_terminal:
+            return False
+    except ValueError:
+        return False
+    return evaluation.get("judge") in {endpoint["id"], endpoint.get("name")} - {None}
+
+
 class EndpointManager:
     def __init__(self, *, config: DeploymentConfig, client: redis.Redis, node: str, log: Any = None,
-                 bind_host: str = "127.0.0.1", advertise_host: str | None = None):
+                 bind_host: str = "127.0.0.1", advertise_host: str | None = None, lease_ms: int = MANAGER_LEASE_MS):
         self.pool = config.pool_of_node(node)
         if self.pool is None:
             raise ValueError(f"node {node} is not declared in the deployment config")
@@ -79,18 +89,27 @@ class EndpointManager:
         self.children: dict[str, subprocess.Popen] = {}  # serving processes this manager started
         self.failures: dict[str, int] = {}  # failed probes in a row of READY endpoints
         self._judges: dict[str, tuple[float, bool]] = {}  # endpoint -> (checked at, in use)
+        self.lease_ms = lease_ms
+        self._acting = False  # held the lease at the last pass
 
     # --- the pass
     def hold_lease(self) -> bool:
         return bool(self.store.redis.eval(_HOLD, 1, self.keys.endpoint_manager(self.node), self.token,
-                                          MANAGER_LEASE_MS))
+                                          self.lease_ms))
 
     def run_once(self) -> Counter:
         """One pass over this node's endpoints. Returns how many of each action it took."""
         counts: Counter = Counter()
         if not self.hold_lease():
+            self._acting = False
             counts["standby"] += 1
             return counts
+        if not self._acting:  # the node was without a manager until now
+            self._acting = True
+            # A later absence is counted from its own start (services/scheduler/lost_endpoints.py).
+            self.store.redis.hdel(self.keys.endpoint_managers_missing(), self.node)
+            if reaped := self._reap_orphans():
+                counts["reap"] += reaped
         claims = {c["resource"]: c for c in self.queue.held(self.pool.name)
                   if c["kind"] == "endpoint" and c["node"] == self.node}
         for i, endpoint_id in enumerate([*claims, *(e for e in list(self.children) if e not in claims)]):
@@ -154,7 +173,9 @@ class EndpointManager:
         checked_at, in_use = self._judges.get(doc["id"], (0.0, False))
         if now - checked_at >= JUDGE_CHECK_EVERY_S:
             runs, _ = self.store.list("run", where=lambda run: uses_judge(run, doc), limit=1)
-            in_use = bool(runs)
+            evaluations = [] if runs else self.store.list(
+                "eval", where=lambda evaluation: judges_evaluation(evaluation, doc), limit=1)[0]
+            in_use = bool(runs or evaluations)
             self._judges[doc["id"]] = (now, in_use)
         return in_use
 
@@ -165,7 +186,8 @@ class EndpointManager:
             self._start(doc, log)
         elif action is Action.READY:
             address = self._address(doc)
-            moved = self._move(doc, EndpointPhase.READY, address=address, readyAt=doc.get("readyAt") or now_iso())
+            moved = self._move(doc, EndpointPhase.READY, address=address, readyAt=doc.get("readyAt") or now_iso(),
+                               managerMissingSince=None)
             if moved:
                 self.store.add_event(doc["id"], reasons.endpoint_ready(address))
                 log.info("ready", address=address, pid=doc["process"]["pid"])
@@ -186,9 +208,7 @@ class EndpointManager:
     def _start(self, doc: dict[str, Any], log: Any) -> None:
         devices = (doc.get("scheduling") or {}).get("devices") or []
         try:
-            spec = load_spec_for(entry=self.catalog.raw(doc["model"]), artifacts=self.artifacts,
-                                 adapters=self._adapters(doc), served_model_name=doc["id"],
-                                 device=supervisor.device_kind(devices))
+            spec = self.load_spec(doc)
             started = supervisor.start(spec=spec, devices=devices, endpoint_id=doc["id"], artifacts=self.artifacts,
                                        host=self.bind_host)
         except Exception as exc:  # a missing model or adapter, a backend that cannot run here
@@ -215,6 +235,15 @@ class EndpointManager:
             pid=process["pid"], port=process["port"], backend=process["backend"]))
         log.info("serving process started", pid=process["pid"], port=process["port"], backend=process["backend"],
                  log=process["log"])
+
+    def load_spec(self, doc: dict[str, Any]) -> LoadSpec:
+        """How the endpoint's serving process loads its model. It answers to the endpoint's id: as the
+        base model's served name, or, serving a snapshot, as the adapter's name (the base then goes
+        by `servedModel`, the catalog id), so an answer through the trainer already names the id."""
+        devices = (doc.get("scheduling") or {}).get("devices") or []
+        return load_spec_for(entry=self.catalog.raw(doc["model"]), artifacts=self.artifacts,
+                             adapters=self._adapters(doc), served_model_name=doc.get("servedModel") or doc["id"],
+                             device=supervisor.device_kind(devices))
 
     def _adapters(self, doc: dict[str, Any]) -> dict[str, str] | None:
         if not doc.get("snapshot"):
@@ -255,6 +284,19 @@ class EndpointManager:
         except NotFound:
             return None
         return doc if moved else None
+
+    def _reap_orphans(self) -> int:
+        """Stop the serving processes of this node's endpoints that ended while no manager ran
+        here (the scheduler fails an endpoint whose start timeout passes with no manager,
+        services/scheduler/lost_endpoints.py; its claim is released, so no pass would see it)."""
+        ended, _ = self.store.list("ep", limit=1000, where=lambda d: (
+            EndpointPhase(d["phase"]).is_terminal and (d.get("scheduling") or {}).get("node") == self.node
+            and supervisor.is_recorded_process(d.get("process"))))
+        for doc in ended:
+            self.log.info("stopping the serving process of an endpoint that ended without a manager",
+                          endpoint=doc["id"], phase=doc["phase"], pid=doc["process"]["pid"])
+            self._stop_process(doc)
+        return len(ended)
 
     def _stop_process(self, doc: dict[str, Any]) -> None:
         process, child = doc.get("process") or {}, self.children.get(doc["id"])

@@ -22,19 +22,30 @@ from shared import reasons
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
-from shared.states import ClaimState, EndpointPhase, RunStatus, endpoint_transition, run_transition
+from shared.states import (
+    ClaimState,
+    EndpointPhase,
+    EvaluationStatus,
+    RunStatus,
+    endpoint_transition,
+    evaluation_transition,
+    run_transition,
+)
 from shared.store import Store, now_iso
 
 from services.scheduler.queue import ClaimQueue
 
-# Statuses in which a resource no longer needs devices. Runs and endpoints: their state machines;
-# evaluations have no state machine in shared/ yet, so this names their likely end states until
-# they do.
+# Statuses in which a resource no longer needs devices, from each kind's state machine.
 _RUN_DONE = frozenset(RunStatus.terminal() | {RunStatus.PAUSED})
+_EVALUATION_DONE = EvaluationStatus.terminal()
 # Two schedulers never dispatch one claim at once: the first takes this lock. One that dies
 # holding it delays a re-dispatch by this long, and the re-dispatch checks the broker queue first.
 DISPATCH_LOCK_S = 10
-_OTHER_DONE = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "STOPPED"})
+# Kinds whose work is a Celery task on the node's worker: their status enum and state machine.
+TASK_KINDS = {
+    "run": (RunStatus, run_transition),
+    "evaluation": (EvaluationStatus, evaluation_transition),
+}
 
 
 granted_sentence = reasons.granted  # kept for callers of the old name
@@ -46,29 +57,32 @@ def needs_no_devices(kind: str, doc: dict[str, Any] | None) -> bool:
         return True
     if kind == "endpoint":
         return doc.get("phase") in EndpointPhase.terminal()
-    return doc.get("status") in (_RUN_DONE if kind == "run" else _OTHER_DONE)
+    if kind == "evaluation":
+        return doc.get("status") in _EVALUATION_DONE
+    return doc.get("status") in _RUN_DONE
 
 
 def _bound(log: Any, claim: dict[str, Any]) -> Any:
     return log.bind(claim=claim["id"], **{claim["kind"]: claim["resource"]})
 
 
-def _start_run(store: Store, claim: dict[str, Any]) -> str:
-    """Move the claim's run QUEUED -> STARTING. Returns started | resend | gone."""
+def _start_task(store: Store, claim: dict[str, Any]) -> str:
+    """Move the claim's run or evaluation QUEUED -> STARTING. Returns started | resend | gone."""
     outcome = "gone"
+    status, transition = TASK_KINDS[claim["kind"]]
 
     def change(doc: dict[str, Any]) -> dict[str, Any] | None:
         nonlocal outcome
         scheduling = doc.get("scheduling") or {}
-        if doc.get("status") == RunStatus.QUEUED:
+        if doc.get("status") == status.QUEUED:
             outcome = "started"
-            doc["status"] = run_transition(doc["status"], RunStatus.STARTING).value
+            doc["status"] = transition(doc["status"], status.STARTING).value
             doc["scheduling"] = {
                 **scheduling, "claim": claim["id"], "node": claim["node"],
                 "devices": claim["devices"], "position": None,
             }
             return doc
-        if scheduling.get("claim") == claim["id"] and doc.get("status") in (RunStatus.STARTING, RunStatus.RUNNING):
+        if scheduling.get("claim") == claim["id"] and doc.get("status") in (status.STARTING, status.RUNNING):
             outcome = "resend"  # started before the scheduler stopped, but maybe never sent
         else:
             outcome = "gone"
@@ -114,8 +128,8 @@ def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: d
         return False  # another scheduler is dispatching it right now
     if (queue.current(claim["resource"]) or {}).get("id") != claim["id"]:
         outcome = "gone"  # the resource was cancelled or re-queued under another claim
-    elif claim["kind"] == "run":
-        outcome = _start_run(store, claim)
+    elif claim["kind"] in TASK_KINDS:
+        outcome = _start_task(store, claim)
     elif claim["kind"] == "endpoint":
         outcome = _start_endpoint(store, claim)
     else:

@@ -1,7 +1,7 @@
-"""Runs whose worker was lost go back to the queue keeping their place (SPEC 2.3).
+"""Runs and evaluations whose worker was lost go back to the queue keeping their place (SPEC 2.3, 2.5).
 
-A worker holds `lease:RUN` while it runs a run (30 s TTL, renewed every 5 s; see
-services/trainer_worker/lease.py). Each pass looks at the granted, dispatched run claims: when the
+A worker holds `lease:RUN` while it runs a run, `lease:EVAL` while it scores an evaluation (30 s TTL,
+renewed every 5 s; see services/trainer_worker/lease.py). Each pass looks at the granted, dispatched run claims: when the
 run is STARTING or RUNNING and its lease has been absent for longer than `worker_lost_after_s`
 (measured from the later of `dispatchedAt` and the last time a pass saw the lease, `leaseSeenAt`
 on the claim, so a task still waiting to be picked up is not declared lost too fast), the run goes
@@ -26,14 +26,17 @@ from shared import reasons
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
 from shared.ids import Kind, new_id
-from shared.states import RunStatus, run_transition
+from shared.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
 from shared.store import Store, now_iso
 
 from services.scheduler.queue import ClaimQueue
 
 # `leaseSeenAt` is written at most this often per claim, so a pass does not rewrite every claim.
 LEASE_SEEN_WRITE_S = 10.0
-_ACTIVE = (RunStatus.STARTING, RunStatus.RUNNING)
+_ACTIVE = ("STARTING", "RUNNING")  # a run's and an evaluation's statuses while a worker holds it
+# Kinds a worker carries out under a lease: their status enum and state machine. An evaluation
+# keeps nothing half-done: re-queued, it scores every row again.
+_LEASED_KINDS = {"run": (RunStatus, run_transition), "evaluation": (EvaluationStatus, evaluation_transition)}
 
 
 def _epoch(stamp: str | None) -> float:
@@ -47,12 +50,12 @@ def _iso(epoch: float) -> str:
 def requeue_lost(
     *, queue: ClaimQueue, store: Store, config: DeploymentConfig, now: float | None = None, log: Any = None
 ) -> list[dict[str, Any]]:
-    """Re-queue (or cancel) the runs whose worker was lost. Returns the claims given up."""
+    """Re-queue (or cancel) the runs and evaluations whose worker was lost. Returns the claims given up."""
     log = log or structlog.get_logger()
     now = time.time() if now is None else now
     lost = []
     for pool in config.pools:
-        claims = [c for c in queue.held(pool) if c["kind"] == "run" and c.get("dispatchedAt")]
+        claims = [c for c in queue.held(pool) if c["kind"] in _LEASED_KINDS and c.get("dispatchedAt")]
         if not claims:
             continue
         pipe = store.redis.pipeline(transaction=False)
@@ -82,8 +85,9 @@ def requeue_lost(
 
 
 def _give_up(queue: ClaimQueue, store: Store, claim: dict[str, Any], log: Any) -> bool:
-    """Move the run of a lost worker back to QUEUED (or to CANCELLED), then its claim."""
+    """Move the run (or evaluation) of a lost worker back to QUEUED (or to CANCELLED), then its claim."""
     new_claim_id, outcome = new_id(Kind.CLAIM), None
+    status, transition = _LEASED_KINDS[claim["kind"]]
 
     def change(doc: dict[str, Any]) -> dict[str, Any] | None:
         nonlocal outcome
@@ -92,12 +96,12 @@ def _give_up(queue: ClaimQueue, store: Store, claim: dict[str, Any], log: Any) -
             return None  # another scheduler got there first, or the run moved on
         if doc.get("cancelRequested"):
             outcome = "cancelled"
-            doc["status"] = run_transition(doc["status"], RunStatus.CANCELLED).value
+            doc["status"] = transition(doc["status"], status.CANCELLED).value
             doc["detail"] = reasons.worker_lost_cancelled(claim["node"])
             doc["finishedAt"] = now_iso()
         else:
             outcome = "requeued"
-            doc["status"] = run_transition(doc["status"], RunStatus.QUEUED).value
+            doc["status"] = transition(doc["status"], status.QUEUED).value
             doc["attempts"] = int(doc.get("attempts") or 0) + 1
             doc["scheduling"] = {**scheduling, "claim": new_claim_id, "node": None, "devices": [], "position": None}
         return doc
@@ -106,13 +110,13 @@ def _give_up(queue: ClaimQueue, store: Store, claim: dict[str, Any], log: Any) -
         store.update(claim["resource"], change)
     except NotFound:
         return False
-    bound = log.bind(claim=claim["id"], run=claim["resource"], node=claim["node"])
+    bound = log.bind(claim=claim["id"], node=claim["node"], **{claim["kind"]: claim["resource"]})
     if outcome == "requeued":
         queue.requeue(claim["id"], new_claim_id=new_claim_id)
         store.add_event(claim["resource"], reasons.worker_lost_requeued(claim["node"]), level="warn")
-        bound.warning("worker lost; run re-queued", newClaim=new_claim_id)
+        bound.warning("worker lost; re-queued", kind=claim["kind"], newClaim=new_claim_id)
     elif outcome == "cancelled":
         queue.release(claim["id"])
         store.add_event(claim["resource"], reasons.worker_lost_cancelled(claim["node"]), level="warn")
-        bound.warning("worker lost; cancel-requested run cancelled")
+        bound.warning("worker lost; cancel-requested work cancelled", kind=claim["kind"])
     return outcome is not None

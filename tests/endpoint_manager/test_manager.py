@@ -185,7 +185,13 @@ def test_idle_stop_waits_for_the_last_request_and_a_judge_in_use_stays(cluster, 
 
     # The judge's idle timeout (1 s) is long past, and its run still runs: it stays.
     assert cluster.doc(judge_id)["phase"] == "READY"
+    # An evaluation that scores with it as its judge keeps it too, once the run has ended.
+    evaluation_id = new_id(Kind.EVALUATION)
+    cluster.store.create({"id": evaluation_id, "kind": "evaluation", "status": "RUNNING", "judge": judge_id})
     cluster.store.update(run_id, lambda r: {**r, "status": "SUCCEEDED"})
+    time.sleep(2.0)  # several manager passes and judge checks
+    assert cluster.doc(judge_id)["phase"] == "READY"
+    cluster.store.update(evaluation_id, lambda e: {**e, "status": "SUCCEEDED"})
     doc = cluster.until("judge idle stop", lambda: (d := cluster.doc(judge_id))["phase"] == "TERMINATED" and d,
                         timeout_s=10)
     assert doc["detail"] == "stopped after 1s without a request"

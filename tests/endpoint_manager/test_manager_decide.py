@@ -11,7 +11,7 @@ import pytest
 from services.endpoint_manager.decide import (
     LOST_AFTER_FAILED_PROBES, Action, Decision, Probe, decide, idle_expired, start_timed_out,
 )
-from services.endpoint_manager.manager import uses_judge
+from services.endpoint_manager.manager import judges_evaluation, uses_judge
 from shared import reasons
 from shared.states import EndpointPhase, endpoint_transition
 
@@ -175,3 +175,12 @@ def test_uses_judge(status, rewards, in_use):
 
 def test_an_sft_run_uses_no_judge():
     assert not uses_judge({"status": "RUNNING", "plan": {"method": "sft", "grpo": None}}, {"id": "ep-1"})
+
+
+def test_judges_evaluation():
+    endpoint = {"id": "ep-1", "name": "my-judge"}
+    assert judges_evaluation({"status": "RUNNING", "judge": "ep-1"}, endpoint)
+    assert judges_evaluation({"status": "QUEUED", "judge": "my-judge"}, endpoint)
+    assert not judges_evaluation({"status": "SUCCEEDED", "judge": "ep-1"}, endpoint)
+    assert not judges_evaluation({"status": "RUNNING", "judge": None}, endpoint)
+    assert not judges_evaluation({"status": "RUNNING", "judge": "ep-2"}, endpoint)

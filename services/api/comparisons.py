@@ -1,0 +1,155 @@
+"""Branch comparisons (SPEC 2.5, 3.3): several snapshots (a parent and its branches) scored on the
+same data, side by side.
+
+A comparison stores only what it was asked (snapshots, dataset) and the evaluations it created,
+one per snapshot. Its status and its table are derived at read time from those evaluations by
+`comparison_view`, never written, so they can not disagree with the evaluations themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.api.auth import Principal, require_workload, visible
+from services.api.branches import readable_of
+from services.api.context import Context
+from services.api.evaluations import cancel_evaluation, create_evaluation, visible_snapshot
+from shared import reasons
+from shared.config import DEFAULT_WORKLOADS
+from shared.errors import Conflict, Unprocessable, ValidationFailed
+from shared.evaluation_schema import parse_comparison
+from shared.ids import Kind, new_id
+from shared.states import EvaluationStatus
+
+# metric -> True when lower is better. Reward means (`reward:NAME`) and the judge score are higher-better.
+LOWER_IS_BETTER = {"loss": True, "perplexity": True, "exactMatch": False, "judge": False}
+
+
+def _restore_kind(context: Context, snapshot: dict[str, Any]) -> str:
+    """How the run that wrote the snapshot started: none (fresh), weights or trainingState."""
+    run = context.store.get(snapshot["run"]) if snapshot.get("run") else None
+    return ((run or {}).get("parent") or {}).get("restore") or "none"
+
+
+def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
+    """Check every snapshot first (404 unknown, 422 unreadable weights or mixed models), then store
+    the comparison and queue one evaluation per snapshot."""
+    spec = parse_comparison(body)
+    workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
+    snapshots = [visible_snapshot(context, snapshot_id, who, "snapshots") for snapshot_id in spec["snapshots"]]
+    for snap in snapshots:
+        if not readable_of(snap)["weights"]:
+            raise Unprocessable(reasons.comparison_weights_unreadable(snap["id"]),
+                                details={"field": "snapshots", "snapshot": snap["id"]})
+    models = {snap["id"]: snap.get("model") or "?" for snap in snapshots}
+    if len(set(models.values())) > 1:
+        raise Unprocessable(reasons.comparison_other_models(models), details={"field": "snapshots", "models": models})
+    model = next(iter(models.values()))
+    pool_name = spec["pool"] or context.config.default_pool
+    if context.config.pool(pool_name) is None:
+        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
+                               details={"field": "pool", "pools": list(context.config.pools)})
+    context.claims(checked=True).check(kind="evaluation", pool=pool_name, gpus=1, workload=workload)
+    comparison_id = new_id(Kind.COMPARISON)
+    rows = [{"snapshot": snap["id"], "run": snap.get("run"), "step": snap.get("step"),
+             "restore": _restore_kind(context, snap)} for snap in snapshots]
+    context.store.create({
+        "id": comparison_id, "kind": "comparison", "workload": workload, "model": model,
+        "dataset": spec["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": [], "detail": None,
+    })
+    evaluations = []
+    for snap in snapshots:
+        request = {"model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
+                   "workload": workload, "maxTokens": spec["maxTokens"]}
+        evaluations.append(create_evaluation(context, body=request, who=who, comparison=comparison_id,
+                                             checked_snapshot=snap)["id"])
+
+    def attach(doc: dict[str, Any]) -> dict[str, Any]:
+        doc["evaluations"] = evaluations
+        return doc
+
+    context.store.update(comparison_id, attach)
+    context.store.add_event(comparison_id, f"queued {len(evaluations)} evaluation(s) in pool {pool_name}")
+    return comparison_view(context, context.store.get(comparison_id))
+
+
+def get_comparison(context: Context, comparison_id: str) -> dict[str, Any]:
+    doc = context.store.get(comparison_id)
+    doc = visible(doc if doc and doc.get("kind") == "comparison" else None, "comparison", comparison_id)
+    return comparison_view(context, doc)
+
+
+def cancel_comparison(context: Context, comparison_id: str) -> dict[str, Any]:
+    """Cancel every evaluation of the comparison that has not ended (409 when all have)."""
+    view = get_comparison(context, comparison_id)
+    if EvaluationStatus(view["status"]).is_terminal:
+        raise Conflict(reasons.comparison_ended(comparison_id, view["status"]), details={"status": view["status"]})
+    for row in view["rows"]:
+        if row["evaluation"] and row["status"] and not EvaluationStatus(row["status"]).is_terminal:
+            try:
+                cancel_evaluation(context, row["evaluation"])
+            except Conflict:
+                pass  # it ended between the read and the cancel
+    context.store.add_event(comparison_id, "cancelled by the user")
+    return get_comparison(context, comparison_id)
+
+
+def comparison_status(statuses: list[str]) -> str:
+    """QUEUED while none has started; RUNNING while any is under way; then SUCCEEDED when all did,
+    FAILED when any failed, else CANCELLED."""
+    if not statuses or all(s == EvaluationStatus.QUEUED for s in statuses):
+        return EvaluationStatus.QUEUED.value
+    if any(not EvaluationStatus(s).is_terminal for s in statuses):
+        return EvaluationStatus.RUNNING.value
+    if all(s == EvaluationStatus.SUCCEEDED for s in statuses):
+        return EvaluationStatus.SUCCEEDED.value
+    if any(s == EvaluationStatus.FAILED for s in statuses):
+        return EvaluationStatus.FAILED.value
+    return EvaluationStatus.CANCELLED.value
+
+
+def metric_columns(metrics: dict[str, Any] | None) -> dict[str, float | None]:
+    """An evaluation's metrics as flat comparable columns: loss, perplexity, exactMatch,
+    reward:NAME, judge."""
+    metrics = metrics or {}
+    columns = {name: metrics.get(name) for name in ("loss", "perplexity", "exactMatch")}
+    for name, value in sorted((metrics.get("rewards") or {}).items()):
+        columns[f"reward:{name}"] = value
+    columns["judge"] = metrics.get("judge")
+    return columns
+
+
+def mark_best(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """metric -> the snapshots with the best value (ties share it); only metrics some row has, and
+    none where every scored snapshot has the same value (then no snapshot is better at it)."""
+    best: dict[str, list[str]] = {}
+    names = {name for row in rows for name, value in row["metrics"].items() if value is not None}
+    for name in sorted(names):
+        scored = [(row["metrics"][name], row["snapshot"]) for row in rows if row["metrics"].get(name) is not None]
+        pick = min if LOWER_IS_BETTER.get(name, False) else max
+        top = pick(value for value, _ in scored)
+        winners = [snapshot for value, snapshot in scored if value == top]
+        if len(winners) < len(scored) or len(scored) == 1:
+            best[name] = winners
+    return best
+
+
+def comparison_view(context: Context, doc: dict[str, Any]) -> dict[str, Any]:
+    """The comparison with its derived status, one row per snapshot, and the best marked."""
+    evaluations = {e["snapshot"]: e for e in context.store.get_many(doc.get("evaluations") or [])}
+    rows = []
+    for row in doc["snapshots"]:
+        evaluation = evaluations.get(row["snapshot"]) or {}
+        finished = evaluation.get("status") == EvaluationStatus.SUCCEEDED
+        rows.append({**row, "evaluation": evaluation.get("id"), "status": evaluation.get("status"),
+                     "metrics": metric_columns(evaluation.get("metrics") if finished else None)})
+    best = mark_best(rows)
+    for row in rows:
+        row["best"] = [name for name, winners in best.items() if row["snapshot"] in winners]
+    status = comparison_status([r["status"] for r in rows if r["status"]])
+    failed = [r for r in rows if r["status"] in (EvaluationStatus.FAILED, EvaluationStatus.CANCELLED)]
+    detail = doc.get("detail")
+    if failed and EvaluationStatus(status).is_terminal and status != EvaluationStatus.SUCCEEDED:
+        detail = "; ".join(f"evaluation {r['evaluation']} of snapshot {r['snapshot']} {r['status'].lower()}: "
+                           f"{(evaluations[r['snapshot']].get('detail') or '').strip()}" for r in failed)
+    return {**doc, "status": status, "detail": detail, "rows": rows, "best": best}

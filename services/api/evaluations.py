@@ -1,0 +1,139 @@
+"""Evaluations: check the request, store the evaluation, queue its claim; cancel it; read its
+per-row results (SPEC 2.5, 7). An evaluation claims GPUs like a run and is carried out by the
+node's trainer worker (services/trainer_worker/evaluation_job.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from services.api.auth import Principal, require_workload, visible
+from services.api.branches import readable_of
+from services.api.context import Context
+from shared import reasons
+from shared.config import DEFAULT_WORKLOADS
+from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from shared.evaluation_schema import parse_evaluation
+from shared.ids import Kind, new_id
+from shared.rewards import check_rewards
+from shared.states import EndpointPhase, EvaluationStatus, evaluation_transition
+from shared.store import now_iso
+
+
+def visible_snapshot(context: Context, snapshot_id: str, who: Principal, field: str) -> dict[str, Any]:
+    doc = context.store.get(snapshot_id)
+    if doc is None or doc.get("kind") != "snapshot" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(reasons.evaluated_snapshot_unknown(snapshot_id), details={"field": field, "id": snapshot_id})
+    return doc
+
+
+def _dataset(context: Context, dataset_id: str, who: Principal) -> dict[str, Any]:
+    doc = context.store.get(dataset_id)
+    if doc is None or doc.get("kind") != "dataset" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(f"dataset {dataset_id} does not exist", details={"field": "dataset"})
+    return doc
+
+
+def _judge(context: Context, judge: str, who: Principal) -> dict[str, Any]:
+    doc = context.store.get(judge)
+    if doc is None or doc.get("kind") != "endpoint" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(reasons.evaluation_judge_unknown(judge), details={"field": "judge"})
+    if EndpointPhase(doc["phase"]).is_terminal:
+        raise Unprocessable(reasons.evaluation_judge_ended(judge, doc["phase"]), details={"field": "judge"})
+    return doc
+
+
+def create_evaluation(context: Context, *, body: Any, who: Principal, comparison: str | None = None,
+                      checked_snapshot: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store a QUEUED evaluation and queue its claim; every refusal happens before anything is stored."""
+    spec = parse_evaluation(body)
+    workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
+    context.catalog.raw(spec["model"])  # 404 naming the model when it is not in the catalog
+    dataset = _dataset(context, spec["dataset"], who)
+    pool_name = spec["pool"] or context.config.default_pool
+    if context.config.pool(pool_name) is None:
+        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
+                               details={"field": "pool", "pools": list(context.config.pools)})
+    snap = checked_snapshot
+    if spec["snapshot"] and snap is None:
+        snap = visible_snapshot(context, spec["snapshot"], who, "snapshot")
+        if not readable_of(snap)["weights"]:
+            raise Unprocessable(reasons.evaluation_snapshot_unreadable(snap["id"]), details={"field": "snapshot"})
+        if snap.get("model") and snap["model"] != spec["model"]:
+            raise Unprocessable(reasons.evaluation_other_model(snapshot_id=snap["id"], snapshot_model=snap["model"],
+                                                               model=spec["model"]), details={"field": "snapshot"})
+    if spec["judge"]:
+        _judge(context, spec["judge"], who)
+    check_rewards(spec["rewards"] or [], registered=getattr(context.config, "reward_functions", None),
+                  field_prefix="evaluation field rewards")
+    claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
+    claims.check(kind="evaluation", pool=pool_name, gpus=spec["gpus"], workload=workload)
+    evaluation_id = new_id(Kind.EVALUATION)
+    doc = context.store.create({
+        "id": evaluation_id, "kind": "evaluation", "workload": workload,
+        "status": EvaluationStatus.QUEUED.value, "detail": None,
+        "model": spec["model"], "snapshot": spec["snapshot"],
+        "run": (snap or {}).get("run"), "step": (snap or {}).get("step"),
+        "dataset": dataset["id"], "datasetDigest": dataset["digest"], "datasetFormat": dataset["format"],
+        "gpus": spec["gpus"], "pool": pool_name, "judge": spec["judge"], "rewards": spec["rewards"],
+        "maxTokens": spec["maxTokens"], "comparison": comparison,
+        "progress": {"rows": 0, "totalRows": dataset.get("rows")},
+        "metrics": None, "results": None,
+        "cancelRequested": False, "attempts": 0, "startedAt": None, "finishedAt": None,
+        "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": [], "position": None},
+    })
+    # The event first: once submitted, the scheduler may grant (and log it) at once.
+    context.store.add_event(evaluation_id, f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
+    claim = claims.submit(kind="evaluation", resource_id=evaluation_id, pool=pool_name, gpus=spec["gpus"],
+                          workload=workload, model=spec["model"])
+
+    def attach(d: dict[str, Any]) -> dict[str, Any]:
+        d["scheduling"] = {**d["scheduling"], "claim": claim["id"]}
+        return d
+
+    return context.store.update(doc["id"], attach)
+
+
+def get_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:
+    doc = context.store.get(evaluation_id)
+    return visible(doc if doc and doc.get("kind") == "evaluation" else None, "evaluation", evaluation_id)
+
+
+def cancel_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:
+    """QUEUED: cancelled at once, its claim released. STARTING/RUNNING: the worker stops between
+    rows and ends it CANCELLED."""
+    get_evaluation(context, evaluation_id)
+    released: list[str] = []
+
+    def cancel(doc: dict[str, Any]) -> dict[str, Any]:
+        status = EvaluationStatus(doc["status"])
+        if status.is_terminal:
+            raise Conflict(reasons.evaluation_ended(evaluation_id, status), details={"status": status})
+        if status == EvaluationStatus.QUEUED:
+            doc["status"] = evaluation_transition(status, EvaluationStatus.CANCELLED).value
+            doc["detail"] = reasons.CANCELLED_WHILE_QUEUED
+            doc["finishedAt"] = now_iso()
+            released.append((doc.get("scheduling") or {}).get("claim"))
+        else:
+            doc["cancelRequested"] = True
+        return doc
+
+    doc = context.store.update(evaluation_id, cancel)
+    for claim_id in filter(None, released):
+        context.claims().release(claim_id)
+    context.store.add_event(evaluation_id, "cancelled by the user" if doc["status"] == "CANCELLED"
+                            else "cancel requested by the user")
+    return doc
+
+
+def evaluation_rows(context: Context, evaluation_id: str) -> Path:
+    """The per-row results file of a SUCCEEDED evaluation (409 before that)."""
+    doc = get_evaluation(context, evaluation_id)
+    if doc["status"] != EvaluationStatus.SUCCEEDED or not doc.get("results"):
+        raise Conflict(reasons.evaluation_rows_not_ready(evaluation_id, doc["status"]),
+                       details={"status": doc["status"]})
+    path = context.artifacts.path(doc["results"]["path"])
+    if not path.is_file():
+        raise NotFound(f"the per-row results of evaluation {evaluation_id} are missing from the artifact root",
+                       details={"path": doc["results"]["path"]})
+    return path

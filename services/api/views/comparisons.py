@@ -1,0 +1,47 @@
+"""Branch comparisons: create, list, get (the table is derived from its evaluations at read time)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from services.api import comparisons as service
+from services.api.context import ctx
+from services.api.paging import page, page_args, visible_filter
+from shared.errors import ValidationFailed
+
+bp = Blueprint("comparisons", __name__)
+
+
+@bp.post("/v1/comparisons")
+def create_comparison():
+    from services.api.auth import principal
+
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
+    return service.create_comparison(ctx(), body=body, who=principal()), 201
+
+
+@bp.get("/v1/comparisons")
+def list_comparisons():
+    limit, after = page_args()
+    where = visible_filter()  # ?status filters on the derived status
+    shown: dict[str, dict] = {}
+
+    def derived(doc: dict) -> bool:
+        view = service.comparison_view(ctx(), doc)
+        shown[doc["id"]] = view
+        return where(view)
+
+    items, cursor = ctx().store.list("cmp", where=derived, limit=limit, after=after)
+    return page([shown[d["id"]] for d in items], cursor)
+
+
+@bp.get("/v1/comparisons/<comparison_id>")
+def get_comparison(comparison_id: str):
+    return service.get_comparison(ctx(), comparison_id)
+
+
+@bp.delete("/v1/comparisons/<comparison_id>")
+def cancel_comparison(comparison_id: str):
+    return service.cancel_comparison(ctx(), comparison_id)

@@ -1,0 +1,66 @@
+"""Evaluations: create, list, get, cancel (DELETE), events, per-row results (JSONL)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request, send_file
+
+from services.api import evaluations as service
+from services.api.auth import principal
+from services.api.context import ctx
+from services.api.paging import page, page_args, visible_filter
+from services.api.scheduling import with_waits
+from shared.errors import ValidationFailed
+
+bp = Blueprint("evaluations", __name__)
+
+
+def _json_body() -> dict:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
+    return body
+
+
+def _shown(docs: list[dict]) -> list[dict]:
+    return with_waits(ctx(), docs, principal())
+
+
+@bp.post("/v1/evaluations")
+def create_evaluation():
+    return _shown([service.create_evaluation(ctx(), body=_json_body(), who=principal())])[0], 201
+
+
+@bp.get("/v1/evaluations")
+def list_evaluations():
+    limit, after = page_args()
+    comparison = request.args.get("comparison")
+    where = visible_filter((lambda d: d.get("comparison") == comparison) if comparison else (lambda d: True))
+    items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after)
+    return page(_shown(items), cursor)
+
+
+@bp.get("/v1/evaluations/<evaluation_id>")
+def get_evaluation(evaluation_id: str):
+    return _shown([service.get_evaluation(ctx(), evaluation_id)])[0]
+
+
+@bp.delete("/v1/evaluations/<evaluation_id>")
+def cancel_evaluation(evaluation_id: str):
+    return _shown([service.cancel_evaluation(ctx(), evaluation_id)])[0]
+
+
+@bp.get("/v1/evaluations/<evaluation_id>/events")
+def evaluation_events(evaluation_id: str):
+    service.get_evaluation(ctx(), evaluation_id)
+    raw = request.args.get("after", "0")
+    if not raw.isdigit():
+        raise ValidationFailed(f"after must be a whole number, not {raw!r}", details={"field": "after"})
+    items = ctx().store.events(evaluation_id, start=int(raw))
+    return {"items": items, "next": int(raw) + len(items)}
+
+
+@bp.get("/v1/evaluations/<evaluation_id>/rows")
+def evaluation_rows(evaluation_id: str):
+    path = service.evaluation_rows(ctx(), evaluation_id)
+    return send_file(path, mimetype="application/jsonl", as_attachment=True,
+                     download_name=f"{evaluation_id}-rows.jsonl")

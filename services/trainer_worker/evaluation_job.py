@@ -1,0 +1,238 @@
+"""Carry out one granted evaluation claim on this node (SPEC 2.5): take the lease, load the model
+through the shared load spec, score the rows, write the per-row results, end the evaluation and
+give the GPUs back. Plain Python: `execution.execute` calls `run_evaluation` for kind "evaluation".
+
+The lease and fence are the run's (lease.py): an evaluation is scored in one place only, every
+write checks the fence, and a worker that is lost leaves the evaluation to the scheduler, which
+queues it again (services/scheduler/lost.py); it then scores every row again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from services.trainer_worker.lease import Lease, LeaseLost
+from shared import reasons
+from shared.states import EvaluationStatus, evaluation_transition
+from shared.store import now_iso
+
+PROGRESS_EVERY_S = 0.5
+CANCEL_CHECK_EVERY_S = 0.5
+
+
+def rows_path(evaluation_id: str) -> Path:
+    """Where an evaluation's per-row results live, relative to the artifact root."""
+    return Path("evaluations") / evaluation_id / "rows.jsonl"
+
+
+class EvaluationReporter:
+    """Fenced writes to one evaluation document, its events, progress and cancel requests."""
+
+    def __init__(self, *, store, evaluation: dict[str, Any], lease: Lease, log):
+        self.store, self.lease, self.log = store, lease, log
+        self.id = evaluation["id"]
+        self._last_progress = 0.0
+        self._last_cancel_check = 0.0
+        self.cancelled = False
+
+    def update(self, change) -> dict[str, Any]:
+        def fenced(doc: dict[str, Any]):
+            if doc.get("fence") != self.lease.fence:
+                raise LeaseLost(f"evaluation {self.id} now belongs to fence {doc.get('fence')}")
+            return change(doc)
+
+        if self.lease.lost.is_set():
+            raise LeaseLost(f"lease of evaluation {self.id} expired")
+        return self.store.update(self.id, fenced)
+
+    def event(self, message: str, level: str = "info") -> None:
+        self.store.add_event(self.id, message, level=level)
+        getattr(self.log, "warning" if level == "warn" else level, self.log.info)(message)
+
+    def progress(self, done: int, total: int, *, force: bool = False) -> None:
+        if not force and time.monotonic() - self._last_progress < PROGRESS_EVERY_S and done != total:
+            return
+        self._last_progress = time.monotonic()
+
+        def write(doc):
+            doc["progress"] = {"rows": done, "totalRows": total}
+            return doc
+
+        self.update(write)
+
+    def should_stop(self) -> bool:
+        """True once the user asked to cancel (read at most every CANCEL_CHECK_EVERY_S)."""
+        if self.lease.lost.is_set():
+            raise LeaseLost(f"lease of evaluation {self.id} expired")
+        now = time.monotonic()
+        if not self.cancelled and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
+            self._last_cancel_check = now
+            self.cancelled = bool((self.store.get(self.id) or {}).get("cancelRequested"))
+        return self.cancelled
+
+
+def run_evaluation(worker, evaluation_id: str, claim_id: str) -> str:
+    """Returns what happened, for the task's log."""
+    from shared import logs
+
+    log = logs.get("trainer_worker").bind(node=worker.node, evaluation=evaluation_id, claim=claim_id)
+    claim = worker.claims().get(claim_id)
+    doc = worker.store.get(evaluation_id)
+    if claim is None or claim.get("state") != "GRANTED" or claim.get("resource") != evaluation_id:
+        log.warning("claim is no longer granted; nothing to do")
+        return "skipped: claim not granted"
+    if doc is None or EvaluationStatus(doc["status"]).is_terminal:
+        worker.claims().release(claim_id)
+        return "skipped: evaluation already ended"
+    lease = Lease(worker.redis, worker.keys, evaluation_id, worker.holder)
+    if not lease.acquire():
+        log.warning("evaluation is leased by another worker; not scoring it here")
+        return "skipped: leased elsewhere"
+    try:
+        return _evaluate(worker, doc, claim, lease, log)
+    finally:
+        lease.release()
+
+
+def _evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
+    devices = list(claim["devices"])
+
+    def take(d: dict[str, Any]) -> dict[str, Any]:
+        d["fence"] = lease.fence
+        d["scheduling"] = {**(d.get("scheduling") or {}), "node": worker.node, "devices": devices}
+        return d
+
+    doc = worker.store.update(doc["id"], take)
+    reporter = EvaluationReporter(store=worker.store, evaluation=doc, lease=lease, log=log)
+    reporter.event(f"worker {worker.holder} took the evaluation on {', '.join(devices)} (fence {lease.fence})")
+    metrics, results, detail = None, None, None
+    try:
+        if reporter.should_stop():
+            outcome, detail = EvaluationStatus.CANCELLED, reasons.CANCELLED_BY_USER
+        else:
+            outcome, metrics, results, detail = _score(worker, doc, devices, reporter)
+    except LeaseLost as exc:
+        log.warning("lease lost; leaving the evaluation to its new holder", error=str(exc))
+        return "stopped: lease lost"
+    except Exception as exc:  # the scoring failed: the evaluation says why, the worker lives on
+        log.exception("evaluation failed")
+        outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(f"{type(exc).__name__}: {exc}")
+        reporter.event(detail, level="error")
+
+    def finish(d: dict[str, Any]) -> dict[str, Any]:
+        d["status"] = evaluation_transition(d["status"], outcome).value
+        d["detail"] = detail
+        d["finishedAt"] = now_iso()
+        if metrics is not None:
+            d["metrics"], d["results"] = metrics, results
+        return d
+
+    try:
+        reporter.update(finish)
+    except LeaseLost:
+        return "stopped: lease lost"
+    worker.claims().release(claim["id"])
+    if outcome == EvaluationStatus.CANCELLED:
+        reporter.event("cancelled by the user")
+    log.info("evaluation ended", status=outcome.value)
+    return outcome.value
+
+
+def _device(worker, devices: list[str]) -> str:
+    cuda = [d.split(":", 1)[1] for d in devices if d.startswith("cuda:")]
+    if cuda:
+        # A fresh child per task that has not touched CUDA yet: only the granted GPUs are visible.
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(cuda)
+        return "cuda"
+    import torch
+
+    node = worker.config.node(worker.node)
+    if node is not None and node.device_kind == "cpu":
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // node.device_count))
+    return "cpu"
+
+
+def _judge(worker, judge_id: str | None):
+    """`(prompt, completion, row) -> answer` asking the judge endpoint, or None without one. The
+    judge must be READY when scoring begins (its address is read then)."""
+    if not judge_id:
+        return None
+    from shared import rewards
+
+    endpoint = worker.store.get(judge_id) or {}
+    phase = endpoint.get("phase") or "gone"
+    if phase != "READY" or not endpoint.get("address"):
+        raise JudgeNotReady(reasons.evaluation_judge_not_ready(judge_id, phase))
+    address = endpoint["address"].rstrip("/")
+    model = endpoint.get("adapterName") or endpoint.get("servedModel")
+
+    def ask(prompt: Any, completion: str, row: dict[str, Any]) -> str | None:
+        try:
+            return rewards.ask_judge(address, rewards.judge_messages(prompt, completion, row), model=model)
+        except Exception:  # unreachable, or an error answer: recorded as a row without a judge score
+            return None
+
+    return ask
+
+
+class JudgeNotReady(Exception):
+    pass
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):
+    """Returns (outcome, metrics, results, detail)."""
+    from services.endpoint_manager.generation import Generator
+    from services.trainer_worker.engines.evaluate import score
+    from shared.load_spec import load_model, load_spec_for
+
+    try:
+        judge = _judge(worker, doc.get("judge"))
+    except JudgeNotReady as exc:
+        reporter.event(str(exc), level="error")
+        return EvaluationStatus.FAILED, None, None, str(exc)
+    adapters = None
+    if doc.get("snapshot"):
+        snap = worker.store.require(doc["snapshot"], "snapshot")
+        weights = (snap.get("contents") or {}).get("weights") or {}
+        adapters = {snap["id"]: str(worker.artifacts.path(snap["path"], weights.get("path", "adapter")))}
+    # The same load spec an endpoint over this model and adapter gets (endpoint_manager/manager.py).
+    spec = load_spec_for(entry=worker.catalog.raw(doc["model"]), artifacts=worker.artifacts, adapters=adapters,
+                         served_model_name=doc["id"], device=_device(worker, devices))
+    model, tokenizer = load_model(spec)
+    generator = Generator(model, tokenizer, spec)
+    model_name = next(iter(spec.adapters), spec.served_model_name)
+    rows = _read_rows(worker.artifacts.dataset_path(doc["datasetDigest"]))
+    max_tokens = int(doc.get("maxTokens") or generator.defaults["max_tokens"])
+
+    def running(d: dict[str, Any]) -> dict[str, Any]:
+        d["status"] = evaluation_transition(d["status"], EvaluationStatus.RUNNING).value
+        d["startedAt"] = d.get("startedAt") or now_iso()
+        d["progress"] = {"rows": 0, "totalRows": len(rows)}
+        return d
+
+    reporter.update(running)
+    reporter.event(f"scoring {len(rows)} row(s) of {doc['dataset']} with {doc['model']}"
+                   + (f" and the adapter of {doc['snapshot']}" if doc.get("snapshot") else "")
+                   + f" ({spec.dtype} on {spec.device}, greedy, at most {max_tokens} token(s))")
+    scores = score(generator, model_name, rows, max_tokens=max_tokens, rewards=doc.get("rewards"),
+                   registered=getattr(worker.config, "reward_functions", None), judge=judge,
+                   should_stop=reporter.should_stop, on_row=reporter.progress)
+    if scores.stopped:
+        return EvaluationStatus.CANCELLED, None, None, reasons.CANCELLED_BY_USER
+    reporter.progress(len(scores.rows), len(rows), force=True)
+    relative = rows_path(doc["id"])
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in scores.rows).encode()
+    worker.artifacts.write_bytes_atomic(worker.artifacts.path(str(relative)), body)
+    if scores.judge_unparsable:
+        reporter.event(reasons.evaluation_judge_unparsable(scores.judge_unparsable, doc["judge"]), level="warn")
+    reporter.event(reasons.evaluation_succeeded(len(scores.rows), scores.metrics["loss"]))
+    return EvaluationStatus.SUCCEEDED, scores.metrics, {"path": str(relative), "rows": len(scores.rows)}, None

@@ -1,0 +1,85 @@
+"""The bodies of POST /v1/evaluations and POST /v1/comparisons (SPEC 7): one schema each, with
+help text per field, and a parser that names the first wrong field like the run plan's does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
+
+from shared.errors import ValidationFailed
+from shared.plans import RewardSchema, _flatten
+
+_WORKLOAD = validate.Regexp(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class EvaluationCreateSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    model = fields.String(required=True, metadata={"description": "base-model id from the catalog"})
+    snapshot = fields.String(load_default=None, allow_none=True,
+                             metadata={"description": "score this snapshot's adapter over the model; "
+                                                      "none scores the base model"})
+    dataset = fields.String(required=True, metadata={"description": "dataset id: chat, completion or prompt rows"})
+    gpus = fields.Integer(load_default=1, validate=validate.Range(min=1, max=64),
+                          metadata={"description": "GPUs (or CPU slots) of one node it scores on"})
+    pool = fields.String(load_default=None, allow_none=True,
+                         metadata={"description": "pool to queue in; default: the deployment's default pool"})
+    judge = fields.String(load_default=None, allow_none=True,
+                          metadata={"description": "an endpoint id whose answer to each (prompt, completion) is "
+                                                   "parsed as a score"})
+    workload = fields.String(load_default=None, allow_none=True, validate=_WORKLOAD,
+                             metadata={"description": "the quota group it counts against (default: evaluations)"})
+    rewards = fields.List(fields.Nested(RewardSchema), load_default=None, allow_none=True,
+                          metadata={"description": "built-in reward functions to score completions with "
+                                                   "(`{function, ...}` as in a grpo plan); default: exact_match "
+                                                   "where rows carry answers"})
+    maxTokens = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=4096),
+                               metadata={"description": "most tokens of each greedy completion; default: the "
+                                                        "model's generation config"})
+
+
+class ComparisonCreateSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    snapshots = fields.List(fields.String(), required=True, validate=validate.Length(min=2, max=16),
+                            metadata={"description": "the snapshots to compare (a parent and its branches), "
+                                                     "all of one base model"})
+    dataset = fields.String(required=True, metadata={"description": "dataset id every snapshot is scored on"})
+    pool = fields.String(load_default=None, allow_none=True,
+                         metadata={"description": "pool its evaluations queue in; default: the default pool"})
+    workload = fields.String(load_default=None, allow_none=True, validate=_WORKLOAD,
+                             metadata={"description": "the quota group of its evaluations (default: evaluations)"})
+    maxTokens = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=4096),
+                               metadata={"description": "most tokens of each greedy completion"})
+
+
+def _parse(schema: Schema, body: Any, what: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ValidationFailed(f"the {what} must be a JSON object", details={"fields": {}})
+    try:
+        return schema.load(body)
+    except ValidationError as exc:
+        fields_ = _flatten(exc.messages)
+        first, problems = next(iter(fields_.items()))
+        raise ValidationFailed(f"{what} field {first}: {problems[0]}", details={"fields": fields_}) from None
+
+
+def parse_evaluation(body: Any) -> dict[str, Any]:
+    spec = _parse(EvaluationCreateSchema(), body, "evaluation")
+    for i, reward in enumerate(spec["rewards"] or []):
+        if reward.get("judge"):
+            raise ValidationFailed(f"evaluation field rewards.{i}.judge: an evaluation's rewards are reward "
+                                   "functions; its judge is the `judge` field",
+                                   details={"fields": {f"rewards.{i}.judge": ["not here"]}})
+    return spec
+
+
+def parse_comparison(body: Any) -> dict[str, Any]:
+    spec = _parse(ComparisonCreateSchema(), body, "comparison")
+    if len(set(spec["snapshots"])) != len(spec["snapshots"]):
+        raise ValidationFailed("comparison field snapshots: names a snapshot twice",
+                               details={"fields": {"snapshots": ["duplicate"]}})
+    return spec

@@ -1,0 +1,144 @@
+"""`training evaluations ...` and `training comparisons ...` against the real API (services/api in
+a thread, real Redis), as a user types them. No worker runs here: where a test needs a finished
+evaluation, `finish_as_worker` writes what services/trainer_worker/evaluation_job.py writes at the
+end (status, metrics, the per-row JSONL). Real scoring through the worker is tests/e2e/test_evaluations.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from click.testing import CliRunner
+from werkzeug.serving import make_server
+
+from services.api.app import create_app
+from shared import logs
+from tests.conftest import ADMIN_TOKEN, mark_nodes_alive
+from training_cli.main import cli
+
+ROWS = "".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"},
+                                        {"role": "assistant", "content": f"a{i}"}]}) + "\n" for i in range(3))
+
+
+@pytest.fixture
+def api(config):
+    logs.configure("api", "WARNING")  # the API's request log goes to the real stderr, not the CLI's output
+    app = create_app(config)
+    context = app.extensions["trainer"]
+    mark_nodes_alive(context.redis, context.keys, config)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield {"url": f"http://127.0.0.1:{server.server_port}", "context": context}
+    server.shutdown()
+
+
+@pytest.fixture
+def training(api):
+    runner = CliRunner()
+
+    def invoke(*args: str, ok: bool = True):
+        result = runner.invoke(cli, list(args), env={"TRAINING_API_URL": api["url"], "TRAINING_TOKEN": ADMIN_TOKEN},
+                               catch_exceptions=False)
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return invoke
+
+
+@pytest.fixture
+def dataset(training, tmp_path):
+    path = tmp_path / "eval.jsonl"
+    path.write_text(ROWS)
+    return json.loads(training("datasets", "create", str(path), "-o", "json").output)["id"]
+
+
+def snapshot(context, *, run: str | None = None, step: int = 10, weights: str = "peft-safetensors") -> str:
+    """A snapshot document as the worker's reporter writes it."""
+    from shared.ids import Kind, new_id
+
+    doc = {"id": new_id(Kind.SNAPSHOT), "kind": "snapshot", "run": run, "workload": "runs", "step": step,
+           "layout": 2, "gpus": 1, "method": "sft", "engine": "sft-single", "precision": "fp32",
+           "model": "builtin/tiny-qwen3", "contents": {"weights": {"format": weights}, "trainingState": None},
+           "final": True, "path": "x", "detail": None}
+    return context.store.create(doc)["id"]
+
+
+def finish_as_worker(context, evaluation_id: str, metrics: dict, rows: list[dict]) -> None:
+    path = f"evaluations/{evaluation_id}/rows.jsonl"
+    context.artifacts.write_bytes_atomic(context.artifacts.path(path),
+                                         "".join(json.dumps(r) + "\n" for r in rows).encode())
+    full = {"rows": len(rows), "loss": None, "perplexity": None, "targetTokens": 0, "exactMatch": None,
+            "rewards": {}, "judge": None, "judgeUnparsable": 0, **metrics}
+    context.store.update(evaluation_id, lambda d: {**d, "status": "SUCCEEDED", "metrics": full,
+                                                   "results": {"path": path, "rows": len(rows)}})
+
+
+def test_create_get_list_and_delete(training, dataset, tmp_path):
+    body = tmp_path / "eval.yaml"
+    body.write_text(f"model: builtin/tiny-qwen3\ndataset: {dataset}\ngpus: 2\n")
+    created = json.loads(training("evaluations", "create", "-f", str(body), "--gpus", "1", "--max-tokens", "8",
+                                  "-o", "json").output)
+    assert created["id"].startswith("eval-") and created["status"] == "QUEUED"
+    assert created["gpus"] == 1 and created["maxTokens"] == 8 and created["workload"] == "evaluations"
+    shown = training("evaluations", "get", created["id"]).output
+    assert created["id"] in shown and "QUEUED" in shown and "0/3" in shown and "Waiting on" in shown
+    listed = training("evaluations", "get", "--status", "queued").output
+    assert created["id"] in listed and "builtin/tiny-qwen3" in listed
+    assert training("evaluations", "delete", created["id"]).output.strip() == f"evaluation {created['id']}: CANCELLED"
+    assert training("evaluations", "get", "--status", "QUEUED").output.strip() == "no evaluations found"
+    logs = training("evaluations", "logs", created["id"]).output
+    assert "queued in pool default for 1 GPU(s)" in logs and "cancelled by the user" in logs
+
+
+def test_refusals_are_a_message_and_a_non_zero_exit(training, dataset):
+    result = training("evaluations", "create", "--model", "nope/nope", "--dataset", dataset, ok=False)
+    assert result.exit_code != 0 and "model nope/nope is not in this deployment's catalog" in result.output
+    result = training("evaluations", "create", "--model", "builtin/tiny-qwen3", ok=False)
+    assert result.exit_code != 0 and "evaluation field dataset: Missing data for required field." in result.output
+    result = training("evaluations", "rows", "eval-nope", ok=False)
+    assert result.exit_code != 0 and "evaluation eval-nope does not exist" in result.output
+
+
+def test_a_finished_evaluation_shows_its_metrics_and_rows(training, dataset, api, tmp_path):
+    ev = json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset,
+                             "-o", "json").output)
+    rows = [{"row": 0, "completion": "a0", "exactMatch": 1.0}, {"row": 1, "completion": "x", "exactMatch": 0.0}]
+    finish_as_worker(api["context"], ev["id"], {"loss": 1.25, "perplexity": 3.49, "exactMatch": 0.5,
+                                                "rewards": {"exact_match": 0.5}}, rows)
+    shown = training("evaluations", "get", ev["id"]).output
+    assert "SUCCEEDED" in shown and "1.25" in shown and "3.49" in shown and "Reward exact_match" in shown
+    out = tmp_path / "rows.jsonl"
+    training("evaluations", "rows", ev["id"], "--out", str(out))
+    assert [json.loads(line) for line in out.read_text().splitlines()] == rows
+    assert [json.loads(line) for line in training("evaluations", "rows", ev["id"]).output.splitlines()] == rows
+
+
+def test_comparisons_create_get_and_the_refusal_sentence(training, dataset, api):
+    context = api["context"]
+    parent, branch = snapshot(context, step=4), snapshot(context, step=40)
+    table = training("comparisons", "create", parent, branch, "--dataset", dataset).output
+    assert "QUEUED" in table and parent in table and branch in table
+    comparison = json.loads(training("comparisons", "get", "-o", "json").output)["items"][0]
+    assert [r["snapshot"] for r in comparison["rows"]] == [parent, branch]
+    for row, loss in zip(comparison["rows"], (2.0, 1.5)):
+        finish_as_worker(context, row["evaluation"], {"loss": loss, "perplexity": 2.718 ** loss}, [])
+    shown = training("comparisons", "get", comparison["id"]).output
+    assert "SUCCEEDED" in shown and "1.5 *" in shown and "2 *" not in shown and "* best of the comparison" in shown
+    unreadable = snapshot(context, weights="onnx-lora")
+    result = training("comparisons", "create", parent, unreadable, "--dataset", dataset, ok=False)
+    assert result.exit_code != 0
+    assert (f"branch comparisons cannot evaluate snapshot {unreadable} yet: its weights are in a layout a "
+            "comparison does not load") in result.output
+
+
+def test_comparisons_delete_cancels_its_evaluations(training, dataset, api):
+    context = api["context"]
+    parent, branch = snapshot(context, step=4), snapshot(context, step=40)
+    comparison = json.loads(training("comparisons", "create", parent, branch, "--dataset", dataset, "-o", "json").output)
+    shown = training("comparisons", "delete", comparison["id"]).output
+    assert "CANCELLED" in shown
+    result = training("comparisons", "delete", comparison["id"], ok=False)
+    assert result.exit_code != 0 and f"comparison {comparison['id']} has already ended (CANCELLED)" in result.output

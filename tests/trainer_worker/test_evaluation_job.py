@@ -1,0 +1,125 @@
+"""The worker's evaluation job (services/trainer_worker/evaluation_job.py) called as the Celery task
+calls it, on real Redis and the real tiny model: the paths the end-to-end test does not take
+(a claim no longer granted, a lease held elsewhere, a judge that is not READY, a scoring error,
+a cancel before it starts). Success and cancel while running: tests/e2e/test_evaluations.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.scheduler.queue import ClaimQueue
+from services.trainer_worker.execution import Worker, execute
+from shared.ids import Kind, new_id
+from tests.conftest import mark_nodes_alive
+
+
+@pytest.fixture
+def worker(config):
+    worker = Worker(config, "local")
+    mark_nodes_alive(worker.redis, worker.keys, config)  # the grant pass grants only on live nodes
+    return worker
+
+
+@pytest.fixture
+def granted(worker, config):
+    """A STARTING evaluation with a granted claim on node local, as the scheduler leaves it."""
+
+    def make(**fields):
+        data = json.dumps({"prompt": "Add: 1 + 1", "completion": "2"}).encode() + b"\n"
+        digest = "e" * 64
+        worker.artifacts.write_bytes_atomic(worker.artifacts.dataset_path(digest), data)
+        evaluation_id = new_id(Kind.EVALUATION)
+        doc = {"id": evaluation_id, "kind": "evaluation", "status": "QUEUED", "workload": "evaluations",
+               "model": "builtin/tiny-qwen3", "snapshot": None, "dataset": "ds-x", "datasetDigest": digest,
+               "gpus": 1, "pool": "default", "judge": None, "rewards": None, "maxTokens": 2,
+               "progress": {"rows": 0, "totalRows": 1}, "metrics": None, "results": None,
+               "cancelRequested": False, "attempts": 0, "scheduling": None, **fields}
+        worker.store.create(doc)
+        queue = ClaimQueue(worker.redis, worker.keys, config=config)
+        claim = queue.submit(kind="evaluation", resource_id=evaluation_id, pool="default", gpus=1,
+                             workload="evaluations")
+        queue.grant_pass(config, "default")
+        claim = queue.get(claim["id"])
+        worker.store.update(evaluation_id, lambda d: {**d, "status": "STARTING",
+                                                      "scheduling": {"claim": claim["id"], "pool": "default"}})
+        return evaluation_id, claim
+
+    return make
+
+
+def test_a_claim_no_longer_granted_or_leased_elsewhere_is_skipped(worker, granted):
+    evaluation_id, claim = granted()
+    assert execute(worker, "evaluation", evaluation_id, "claim-nope") == "skipped: claim not granted"
+    worker.redis.set(worker.keys.lease(evaluation_id), "someone-else")
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "skipped: leased elsewhere"
+    assert worker.store.get(evaluation_id)["status"] == "STARTING"
+
+
+def test_a_judge_that_is_not_ready_fails_it_with_its_sentence(worker, granted):
+    judge = new_id(Kind.ENDPOINT)
+    worker.store.create({"id": judge, "kind": "endpoint", "workload": "endpoints", "phase": "STARTING",
+                         "address": None})
+    evaluation_id, claim = granted(judge=judge)
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "FAILED"
+    doc = worker.store.get(evaluation_id)
+    assert doc["detail"] == (f"judge endpoint {judge} is STARTING; an evaluation scores with a judge only while "
+                             "it is READY")
+    assert doc["finishedAt"] and worker.claims().get(claim["id"])["state"] == "RELEASED"
+    assert not worker.redis.exists(worker.keys.lease(evaluation_id))
+
+
+def test_a_scoring_error_fails_it_and_the_worker_lives_on(worker, granted):
+    evaluation_id, claim = granted(datasetDigest="0" * 64)  # its dataset file is missing
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "FAILED"
+    doc = worker.store.get(evaluation_id)
+    assert doc["detail"].startswith("evaluation failed: FileNotFoundError: ")
+    assert [e["level"] for e in worker.store.events(evaluation_id)][-1] == "error"
+    assert worker.claims().get(claim["id"])["state"] == "RELEASED"
+
+
+def test_a_cancel_before_it_starts_scoring_ends_it_cancelled(worker, granted):
+    evaluation_id, claim = granted(cancelRequested=True)
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "CANCELLED"
+    doc = worker.store.get(evaluation_id)
+    assert doc["detail"] == "cancelled by the user" and doc["metrics"] is None
+    assert worker.claims().get(claim["id"])["state"] == "RELEASED"
+
+
+def test_it_scores_and_writes_its_rows_in_process(worker, granted):
+    evaluation_id, claim = granted()
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "SUCCEEDED"
+    doc = worker.store.get(evaluation_id)
+    assert doc["metrics"]["rows"] == 1 and doc["metrics"]["loss"] > 0 and doc["progress"] == {"rows": 1, "totalRows": 1}
+    rows = worker.artifacts.path(doc["results"]["path"]).read_text().splitlines()
+    assert len(rows) == 1 and json.loads(rows[0])["reference"] == "2"
+    assert doc["fence"] >= 1 and doc["scheduling"]["devices"] == ["cpu:0"]
+
+
+def test_a_ready_judge_endpoint_is_asked_for_every_row(worker, granted, tmp_path):
+    """A real built-in serving process of the tiny model is the judge; its address is what a READY
+    endpoint document carries. Its (tiny-model) answers are parsed, or counted as unparsable with a
+    warn event."""
+    from shared.load_spec import load_spec_for
+    from tests.endpoint_manager.serving import ServingProcess
+
+    judge = new_id(Kind.ENDPOINT)
+    spec = load_spec_for(entry=worker.catalog.raw("builtin/tiny-qwen3"), artifacts=worker.artifacts,
+                         served_model_name=judge)
+    server = ServingProcess(spec, tmp_path).start().wait_ready(timeout_s=120)
+    try:
+        worker.store.create({"id": judge, "kind": "endpoint", "workload": "endpoints", "phase": "READY",
+                             "address": server.base_url, "servedModel": judge, "adapterName": None})
+        evaluation_id, claim = granted(judge=judge)
+        assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "SUCCEEDED"
+    finally:
+        server.terminate()
+    doc = worker.store.get(evaluation_id)
+    [row] = [json.loads(line) for line in worker.artifacts.path(doc["results"]["path"]).read_text().splitlines()]
+    assert isinstance(row["judgeAnswer"], str)  # the judge answered (a request error would leave None)
+    assert doc["metrics"]["judgeUnparsable"] == (1 if row["judge"] is None else 0)
+    assert doc["metrics"]["judge"] == row["judge"]
+    warns = [e["message"] for e in worker.store.events(evaluation_id) if e["level"] == "warn"]
+    assert warns == ([f"judge endpoint {judge} answered 1 row(s) with no score; those rows have no judge score"]
+                     if row["judge"] is None else [])

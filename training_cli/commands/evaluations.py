@@ -1,0 +1,117 @@
+"""`training evaluations create|get|delete|rows|logs`: score a base model or a snapshot's adapter on a dataset."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+import yaml
+
+from training_cli import tables
+from training_cli.commands.common import list_options, list_params
+from training_cli.context import CliContext, pass_cli
+from training_cli.errors import CliError
+from training_cli.output import emit, emit_list, output_option
+
+# flag -> field of the request body (SPEC 7); flags override what -f FILE says.
+BODY_FLAGS = {"model": "model", "snapshot": "snapshot", "dataset": "dataset", "gpus": "gpus", "pool": "pool",
+              "judge": "judge", "workload": "workload", "max_tokens": "maxTokens"}
+
+
+def read_body(body_file: TextIO | None, what: str) -> dict[str, Any]:
+    """The request body of `-f FILE` (YAML or JSON; - for stdin), or an empty one."""
+    if body_file is None:
+        return {}
+    try:
+        body = yaml.safe_load(body_file.read()) or {}
+    except yaml.YAMLError as exc:
+        raise CliError(f"{getattr(body_file, 'name', '-')} is neither valid YAML nor JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise CliError(f"the file must hold a mapping (the {what}'s request body)")
+    return body
+
+
+@click.group("evaluations")
+def group() -> None:
+    """Evaluations: loss, perplexity, exact match, rewards and a judge's score of a model on a dataset."""
+
+
+@group.command("create")
+@click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
+@click.option("--model", help="Base-model id.")
+@click.option("--snapshot", help="Score this snapshot's adapter over the model.")
+@click.option("--dataset", help="Dataset id.")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node.")
+@click.option("--pool", help="Pool to queue in.")
+@click.option("--judge", help="An endpoint id that grades each completion.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Most tokens of each greedy completion.")
+@click.option("--workload", help="The quota group it counts against (default: evaluations).")
+@output_option
+@pass_cli
+def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) -> None:
+    """Score a model on a dataset; it queues for GPUs like a run."""
+    body = read_body(body_file, "evaluation")
+    body.update({field: flags[flag] for flag, field in BODY_FLAGS.items() if flags.get(flag) is not None})
+    evaluation = cli.client.post("/v1/evaluations", body)
+    emit(evaluation, fmt, tables.evaluation)
+    if fmt == "table":
+        click.echo(f"\nits status: training evaluations get {evaluation.get('id')}", err=True)
+
+
+@group.command("get")
+@click.argument("evaluation_id", metavar="[ID]", required=False)
+@click.option("--comparison", help="Only the evaluations of this comparison.")
+@list_options()
+@output_option
+@pass_cli
+def get(cli: CliContext, evaluation_id: str | None, fmt: str, **filters: Any) -> None:
+    """List evaluations (newest first), or show one."""
+    if evaluation_id:
+        emit(cli.client.get(f"/v1/evaluations/{evaluation_id}"), fmt, tables.evaluation)
+    else:
+        emit_list(cli.client.get("/v1/evaluations", list_params(**filters)), fmt, tables.evaluations, "evaluations")
+
+
+@group.command("delete")
+@click.argument("evaluation_id", metavar="ID")
+@output_option
+@pass_cli
+def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
+    """Cancel an evaluation (a queued one at once, a running one between rows)."""
+    evaluation = cli.client.delete(f"/v1/evaluations/{evaluation_id}")
+    if fmt == "table":
+        click.echo(f"evaluation {evaluation.get('id', evaluation_id)}: "
+                   + ("cancelling" if evaluation.get("cancelRequested") and evaluation.get("status") != "CANCELLED"
+                      else str(evaluation.get("status"))))
+    else:
+        emit(evaluation, fmt, tables.evaluation)
+
+
+@group.command("rows")
+@click.argument("evaluation_id", metavar="ID")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the JSONL here instead of to stdout.")
+@pass_cli
+def rows(cli: CliContext, evaluation_id: str, out: Path | None) -> None:
+    """The per-row results of a SUCCEEDED evaluation, one JSON object a line."""
+    if out is not None:
+        cli.client.download(f"/v1/evaluations/{evaluation_id}/rows", out)
+        click.echo(f"wrote {out}", err=True)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = cli.client.download(f"/v1/evaluations/{evaluation_id}/rows", Path(tmp) / "rows.jsonl")
+        click.echo(path.read_text(), nl=False)
+
+
+@group.command("logs")
+@click.argument("evaluation_id", metavar="ID")
+@pass_cli
+def logs(cli: CliContext, evaluation_id: str) -> None:
+    """The evaluation's event log."""
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=True)
+    for event in cli.client.get(f"/v1/evaluations/{evaluation_id}/events").get("items") or []:
+        console.print(tables.event_line(event))
