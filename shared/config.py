@@ -78,6 +78,9 @@ class DeploymentConfig:
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
+    # Reward functions this deployment registers for grpo runs: name -> "package.module:function"
+    # (shared/rewards.py), looked up by name like the built-in ones.
+    reward_functions: dict[str, str] = field(default_factory=dict)
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -165,7 +168,19 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         tokens=tuple(tokens),
         max_upload_bytes=int((raw.get("limits") or {}).get("maxUploadBytes", DEFAULT_MAX_UPLOAD_BYTES)),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
+        reward_functions=_reward_functions(raw),
     )
+
+
+def _reward_functions(raw: dict[str, Any]) -> dict[str, str]:
+    registered = raw.get("rewardFunctions") or {}
+    if not isinstance(registered, dict):
+        _fail("rewardFunctions", 'must map reward function names to "package.module:function"')
+    for name, reference in registered.items():
+        module, _, function = str(reference).partition(":")
+        if not isinstance(reference, str) or not module or not function:
+            _fail(f"rewardFunctions.{name}", 'must be "package.module:function"')
+    return {str(k): v for k, v in registered.items()}
 
 
 def _worker_lost_after_s(raw: dict[str, Any], env: dict[str, str]) -> float:

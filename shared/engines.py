@@ -59,6 +59,30 @@ ENGINES: tuple[EngineSpec, ...] = (
         precisions=frozenset({"fp32", "bf16", "fp16"}),
         restores=ALL_RESTORES,
     ),
+    # TRL GRPOTrainer + PEFT LoRA in one process; rollouts from a serving process next to it that
+    # is handed only the adapter after each update (services/trainer_worker/engines/grpo.py).
+    # With klPenalty > 0 the reference is the base model (fresh adapter) or a frozen copy of the
+    # inherited adapter (weights branch).
+    EngineSpec(
+        name="grpo-single",
+        method="grpo",
+        gpu_counts=(1,),
+        precisions=frozenset({"fp32", "bf16", "fp16"}),
+        kl_penalty=True,
+        restores=ALL_RESTORES,
+        dataset_formats=frozenset({"prompt", "chat", "completion"}),
+    ),
+    # The same under DDP, one process per GPU of one node (engines/distributed.py), each rank with
+    # its own rollout server; the global batch of completions is the plan's whatever the GPU count.
+    EngineSpec(
+        name="grpo-ddp",
+        method="grpo",
+        gpu_counts=(2, 4, 8),
+        precisions=frozenset({"fp32", "bf16", "fp16"}),
+        kl_penalty=True,
+        restores=ALL_RESTORES,
+        dataset_formats=frozenset({"prompt", "chat", "completion"}),
+    ),
 )
 
 

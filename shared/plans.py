@@ -83,10 +83,13 @@ class RewardSchema(Schema):
 
     function = fields.String(load_default=None, allow_none=True, metadata={"description": "reward function name"})
     judge = fields.String(load_default=None, allow_none=True, metadata={"description": "judge endpoint id"})
-    weight = fields.Float(load_default=1.0)
-    field = fields.String(load_default=None, allow_none=True)
-    pattern = fields.String(load_default=None, allow_none=True)
-    target = fields.Integer(load_default=None, allow_none=True)
+    weight = fields.Float(load_default=1.0, metadata={"description": "what this reward counts for in the total"})
+    field = fields.String(load_default=None, allow_none=True,
+                          metadata={"description": "exact_match: the dataset field to match (default answer)"})
+    pattern = fields.String(load_default=None, allow_none=True,
+                            metadata={"description": "regex: the pattern the whole completion must match"})
+    target = fields.Integer(load_default=None, allow_none=True,
+                            metadata={"description": "length: the target length in characters"})
 
 
 class GrpoSchema(Schema):
@@ -95,10 +98,14 @@ class GrpoSchema(Schema):
 
     klPenalty = fields.Float(load_default=0.0, validate=validate.Range(min=0),
                              metadata={"description": "KL penalty beta; 0 keeps no reference policy"})
-    numGenerations = fields.Integer(load_default=4, validate=validate.Range(min=2, max=256))
-    maxCompletionLength = fields.Integer(load_default=64, validate=validate.Range(min=1, max=65536))
-    temperature = fields.Float(load_default=1.0, validate=validate.Range(min=0))
-    rewards = fields.List(fields.Nested(RewardSchema), load_default=list)
+    numGenerations = fields.Integer(load_default=4, validate=validate.Range(min=2, max=256),
+                                    metadata={"description": "completions sampled per prompt (a group)"})
+    maxCompletionLength = fields.Integer(load_default=64, validate=validate.Range(min=1, max=65536),
+                                         metadata={"description": "longest completion, in tokens"})
+    temperature = fields.Float(load_default=1.0, validate=validate.Range(min=0),
+                               metadata={"description": "sampling temperature of the rollouts"})
+    rewards = fields.List(fields.Nested(RewardSchema), load_default=list,
+                          metadata={"description": "at least one: {function, weight, ...} or {judge, weight}"})
 
 
 class RestoreSchema(Schema):

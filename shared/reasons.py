@@ -265,3 +265,114 @@ def endpoint_could_not_start(error: str) -> str:
 def endpoint_idle_stopped(idle_timeout_s: int | float) -> str:
     """Detail of an endpoint stopped by its idleTimeout (SPEC 6): `stopped after 1h00m without a request`."""
     return f"stopped after {idle_text(idle_timeout_s)} without a request"
+
+
+# --- Evaluations and branch comparisons (SPEC 2.5; services/api/evaluations.py, comparisons.py,
+# services/trainer_worker/evaluation_job.py).
+
+def evaluation_snapshot_unreadable(snapshot_id: str) -> str:
+    """An evaluation of a snapshot whose adapter weights this deployment cannot load."""
+    return f"snapshot {snapshot_id}'s weights are in a layout this deployment cannot load for an evaluation"
+
+
+def evaluation_other_model(*, snapshot_id: str, snapshot_model: str, model: str) -> str:
+    return f"snapshot {snapshot_id} holds an adapter of {snapshot_model}, and this evaluation scores {model}"
+
+
+def evaluation_judge_unknown(judge: str) -> str:
+    return f"judge {judge} is not an endpoint of this deployment; `training endpoints get` lists them"
+
+
+def evaluation_judge_ended(judge: str, phase: str) -> str:
+    return f"judge endpoint {judge} is {phase}; start another endpoint to judge with"
+
+
+def evaluation_judge_not_ready(judge: str, phase: str) -> str:
+    """Detail of an evaluation whose judge was not answering when its scoring began."""
+    return f"judge endpoint {judge} is {phase}; an evaluation scores with a judge only while it is READY"
+
+
+def evaluation_judge_unparsable(count: int, judge: str) -> str:
+    """The warn event of an evaluation whose judge answered some rows with no number."""
+    return f"judge endpoint {judge} answered {count} row(s) with no score; those rows have no judge score"
+
+
+def evaluation_failed(error: str) -> str:
+    return f"evaluation failed: {error}"
+
+
+def evaluation_rows_not_ready(evaluation_id: str, status: str) -> str:
+    return f"evaluation {evaluation_id} is {status}; its per-row results exist once it has SUCCEEDED"
+
+
+def evaluation_ended(evaluation_id: str, status: str) -> str:
+    return f"evaluation {evaluation_id} has already ended ({status})"
+
+
+def comparison_ended(comparison_id: str, status: str) -> str:
+    return f"comparison {comparison_id} has already ended ({status})"
+
+
+def evaluation_succeeded(rows: int, loss: float | None) -> str:
+    return f"scored {rows} row(s)" + (f": loss {loss:.4f}" if loss is not None else "")
+
+
+def comparison_other_models(models: dict[str, str]) -> str:
+    """A comparison whose snapshots hold adapters of different base models."""
+    listed = ", ".join(f"{snapshot} ({model})" for snapshot, model in models.items())
+    return f"a comparison scores snapshots of one base model, and these hold adapters of several: {listed}"
+
+
+def evaluated_snapshot_unknown(snapshot_id: str) -> str:
+    return f"snapshot {snapshot_id} does not exist"
+
+
+# --- Endpoints of a node whose endpoint manager is gone (services/scheduler/lost_endpoints.py).
+
+def endpoint_manager_lost(node: str) -> str:
+    """Event of a READY or STARTING endpoint whose node has had no endpoint manager for too long."""
+    return f"no endpoint manager runs on node {node}; its serving process is presumed lost until one is back"
+
+
+def endpoint_start_timed_out_without_manager(start_timeout_s: int | float, node: str) -> str:
+    """Detail of an endpoint whose start timeout passed while its node had no endpoint manager."""
+    return f"did not become ready within {int(start_timeout_s)}s: no endpoint manager ran on node {node}"
+
+
+# --- Reinforcement runs (GRPO, SPEC 4): services/trainer_worker/engines/grpo*.py, services/api/runs.py.
+
+def grpo_judge_unparsable(judge: str, count: int, step: int) -> str:
+    """Warn event of a GRPO step in which a judge answered some completions with no number."""
+    return f"judge endpoint {judge} answered {count} completion(s) of step {step} with no score in 0..10; they score 0"
+
+
+def grpo_judge_unreachable(judge: str, waited_s: float, problem: str) -> str:
+    """A GRPO run's judge did not answer for a while: the run fails with this (inside run_failed)."""
+    return f"judge endpoint {judge} did not answer for {waited_s:g}s ({problem}); the run cannot score its completions"
+
+
+GRPO_NEEDS_REWARDS = "a grpo run needs at least one reward in grpo.rewards"
+
+
+def grpo_batch_not_a_multiple(*, batch_size: int, generations: int) -> str:
+    """hyperparameters.batchSize counts completions per step: whole groups of numGenerations."""
+    return (f"batchSize {batch_size} is not a multiple of grpo.numGenerations {generations}; a grpo step trains "
+            "on whole groups of completions of one prompt")
+
+
+def grpo_batch_not_split(*, batch_size: int, gpus: int, accumulation: int) -> str:
+    """A grpo run's completions per step must split evenly over its GPUs and micro-batches."""
+    return (f"batchSize {batch_size} does not split evenly over {gpus} GPU(s) x gradientAccumulation {accumulation}; "
+            "a grpo run needs a multiple of their product")
+
+
+GRPO_NO_VALIDATION = "a grpo run scores no validationDataset yet; its metrics carry the reward of every step"
+
+
+def grpo_on_sft_run(method: str) -> str:
+    return f"grpo settings apply to grpo runs, and this run's method is {method}"
+
+
+def endpoint_log_missing(endpoint_id: str, phase: str) -> str:
+    """GET /v1/endpoints/ID/logs before its serving process was ever started (or after its log went)."""
+    return f"endpoint {endpoint_id} has no serving log ({phase}); its log starts with its serving process"

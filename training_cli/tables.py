@@ -310,3 +310,77 @@ def endpoint(e: dict[str, Any]) -> Any:
         pairs.append(("Waiting on", waiting_text(scheduling) or "GPUs"))
     pairs += [("Detail", e.get("detail")), ("Workload", e.get("workload")), ("Created", when(e.get("createdAt")))]
     return fields_table(pairs)
+
+
+# --- Evaluations and comparisons (SPEC 2.5)
+
+def _metric(metrics: dict[str, Any] | None, name: str) -> str:
+    return number((metrics or {}).get(name))
+
+
+def _rows_text(e: dict[str, Any]) -> str:
+    progress = e.get("progress") or {}
+    total = progress.get("totalRows")
+    return f"{progress.get('rows') or 0}/{total if total is not None else '?'}"
+
+
+def evaluations(page: Any) -> Any:
+    rows = [
+        [e.get("id"), e.get("status"), e.get("model"), e.get("snapshot"), e.get("dataset"), _rows_text(e),
+         _metric(e.get("metrics"), "loss"), _metric(e.get("metrics"), "exactMatch"), e.get("pool"), e.get("gpus"),
+         e.get("workload"), when(e.get("createdAt"))]
+        for e in items_of(page)
+    ]
+    return list_table(["ID", "Status", "Model", "Snapshot", "Dataset", "Rows", "Loss", "Exact match", "Pool", "GPUs",
+                       "Workload", "Created"], rows)
+
+
+def evaluation(e: dict[str, Any]) -> Any:
+    scheduling = e.get("scheduling") or {}
+    metrics = e.get("metrics") or {}
+    pairs = [
+        ("ID", e.get("id")), ("Status", e.get("status")), ("Model", e.get("model")),
+        ("Snapshot", e.get("snapshot")), ("Run", e.get("run")), ("Step", e.get("step")),
+        ("Dataset", e.get("dataset")), ("Rows", _rows_text(e)), ("Judge", e.get("judge")),
+        ("Comparison", e.get("comparison")), ("Pool", e.get("pool")), ("GPUs", e.get("gpus")),
+        ("Devices", _devices(scheduling)),
+    ]
+    if e.get("status") == "QUEUED":
+        if scheduling.get("position"):
+            pairs.append(("Position", f"{scheduling['position']} in pool {e.get('pool')} ({scheduling.get('reason')})"))
+        pairs.append(("Waiting on", waiting_text(scheduling) or "-"))
+    if metrics:
+        pairs += [("Loss", number(metrics.get("loss"))), ("Perplexity", number(metrics.get("perplexity"))),
+                  ("Exact match", number(metrics.get("exactMatch")))]
+        pairs += [(f"Reward {name}", number(value)) for name, value in (metrics.get("rewards") or {}).items()]
+        if e.get("judge"):
+            pairs.append(("Judge score", f"{number(metrics.get('judge'))} ({metrics.get('judgeUnparsable', 0)} "
+                                         "row(s) unparsable)"))
+    pairs += [("Detail", e.get("detail")), ("Workload", e.get("workload")), ("Created", when(e.get("createdAt"))),
+              ("Finished", when(e.get("finishedAt")))]
+    return fields_table(pairs)
+
+
+def comparisons(page: Any) -> Any:
+    rows = [[c.get("id"), c.get("status"), c.get("model"), c.get("dataset"), len(c.get("rows") or []),
+             c.get("workload"), when(c.get("createdAt"))] for c in items_of(page)]
+    return list_table(["ID", "Status", "Model", "Dataset", "Snapshots", "Workload", "Created"], rows)
+
+
+def comparison(c: dict[str, Any]) -> list[Any]:
+    """The comparison's fields, then one row per snapshot with each metric; `*` marks the best."""
+    head = fields_table([("ID", c.get("id")), ("Status", c.get("status")), ("Model", c.get("model")),
+                         ("Dataset", c.get("dataset")), ("Detail", c.get("detail")),
+                         ("Created", when(c.get("createdAt")))])
+    rows = c.get("rows") or []
+    metrics = [m for m in dict.fromkeys(name for row in rows for name in (row.get("metrics") or {}))
+               if any((row.get("metrics") or {}).get(m) is not None for row in rows)]
+    cells = []
+    for row in rows:
+        values = row.get("metrics") or {}
+        best = set(row.get("best") or [])
+        cells.append([row.get("snapshot"), row.get("run"), row.get("step"), row.get("restore"), row.get("status")]
+                     + [number(values.get(m)) + (" *" if m in best else "") for m in metrics])
+    table = list_table(["Snapshot", "Run", "Step", "Restore", "Status", *metrics], cells)
+    return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
+                              "rewards and judge)")] if metrics else [head, table]

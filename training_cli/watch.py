@@ -74,7 +74,8 @@ def _fields(run: dict[str, Any]) -> dict[str, Any]:
         "total": total,
         "completed": step,
         "steps": f"{step}/{total if total is not None else '?'}",
-        "loss": number(progress.get("loss")),
+        "loss": number(progress.get("loss")) + (f" reward {number(progress['reward'])}"
+                                                 if progress.get("reward") is not None else ""),
         "tps": number(progress.get("tokensPerSecond"), 5),
         "eta": duration(progress.get("etaSeconds")) if status == "RUNNING" else "-",
         "note": note,

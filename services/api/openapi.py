@@ -9,6 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 
 from services.api import schemas
 from shared.endpoint_schema import EndpointCreateSchema
+from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
 from shared.plans import PlanSchema
 from shared.version import VERSION
 
@@ -46,6 +47,8 @@ ROUTES = {
         "get": ("one endpoint; stopsAt while READY, what it waits on while QUEUED", None, schemas.EndpointSchema, 200),
         "delete": ("stop an endpoint", None, schemas.EndpointSchema, 200),
     },
+    "/v1/endpoints/{endpointId}/logs": {"get": ("the tail of its serving process's log, whatever its phase "
+                                                "(?lines=N, 1..10000, default 100)", None, None, 200)},
     "/v1/chat/completions": {"post": ("OpenAI chat completions, proxied to the endpoint named by `model` "
                                       "(its id or name); streams with stream: true", None, None, 200)},
     "/v1/completions": {"post": ("OpenAI completions, proxied like chat completions", None, None, 200)},
@@ -59,6 +62,27 @@ ROUTES = {
                                       "parts this deployment reads", None, schemas.SnapshotSchema, 201)},
     "/v1/snapshots/{snapshotId}": {"get": ("one snapshot", None, schemas.SnapshotSchema, 200)},
     "/v1/snapshots/{snapshotId}/adapter": {"get": ("the adapter (PEFT format) as .tar.gz", None, None, 200)},
+    "/v1/evaluations": {
+        "post": ("score a base model or a snapshot's adapter on a dataset (it queues for GPUs)",
+                 EvaluationCreateSchema, schemas.EvaluationSchema, 201),
+        "get": ("list evaluations (?status, ?workload, ?comparison)", None,
+                schemas.page_schema(schemas.EvaluationSchema), 200),
+    },
+    "/v1/evaluations/{evaluationId}": {
+        "get": ("one evaluation; what it waits on while QUEUED", None, schemas.EvaluationSchema, 200),
+        "delete": ("cancel an evaluation", None, schemas.EvaluationSchema, 200),
+    },
+    "/v1/evaluations/{evaluationId}/events": {"get": ("the evaluation's event log (?after=N)", None, None, 200)},
+    "/v1/evaluations/{evaluationId}/rows": {"get": ("per-row results as JSONL (once SUCCEEDED)", None, None, 200)},
+    "/v1/comparisons": {
+        "post": ("compare snapshots on one dataset: one evaluation each", ComparisonCreateSchema,
+                 schemas.ComparisonSchema, 201),
+        "get": ("list comparisons (?status, ?workload)", None, schemas.page_schema(schemas.ComparisonSchema), 200),
+    },
+    "/v1/comparisons/{comparisonId}": {
+        "get": ("one comparison: a row per snapshot, the best marked", None, schemas.ComparisonSchema, 200),
+        "delete": ("cancel every evaluation of it that has not ended", None, schemas.ComparisonSchema, 200),
+    },
 }
 
 

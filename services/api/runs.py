@@ -7,6 +7,7 @@ from typing import Any
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import check_engine, check_restore
 from services.api.context import Context
+from services.api.grpo_plans import check_grpo_plan
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
@@ -57,6 +58,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
             reasons.gpus_exceed_quota(gpus=gpus, workload=workload, pool=pool_name, quota_gpus=quota),
             details={"field": "execution.gpus", "quota": quota},
         )
+    check_grpo_plan(context, plan, who)
     model = context.catalog.get(plan["model"])
     parent = check_restore(context, plan, who)
     spec = resolve(plan, model=model, pool=pool)
@@ -88,9 +90,10 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "startedAt": None,
         "finishedAt": None,
     })
+    # The event first: once submitted, the scheduler may grant (and log it) at once.
+    context.store.add_event(run["id"], f"queued in pool {pool_name} for {gpus} GPU(s); engine {spec.name}")
     claim = context.claims().submit(kind="run", resource_id=run["id"], pool=pool_name, gpus=gpus,
                                     workload=workload)
-    context.store.add_event(run["id"], f"queued in pool {pool_name} for {gpus} GPU(s); engine {spec.name}")
 
     def attach(doc: dict[str, Any]) -> dict[str, Any]:
         doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": claim["id"], "pool": pool_name}
@@ -161,9 +164,10 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
         return doc
 
     context.store.update(run_id, requeue)
+    # The event first: once submitted, the scheduler may grant (and log it) at once.
+    context.store.add_event(run_id, f"resumed by the user; queued in pool {run['pool']} for {run['gpus']} GPU(s)")
     claim = context.claims().submit(kind="run", resource_id=run_id, pool=run["pool"], gpus=run["gpus"],
                                     workload=run["workload"])
-    context.store.add_event(run_id, f"resumed by the user; queued in pool {run['pool']} for {run['gpus']} GPU(s)")
 
     def attach(doc: dict[str, Any]) -> dict[str, Any]:
         doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": claim["id"]}

@@ -46,6 +46,7 @@ class ProgressSchema(Schema):
     tokensPerSecond = fields.Float(allow_none=True)
     etaSeconds = fields.Float(allow_none=True)
     validationLoss = fields.Float(allow_none=True, metadata={"description": "the latest validation loss (validationDataset)"})
+    reward = fields.Float(allow_none=True, metadata={"description": "grpo: the latest step's mean reward"})
 
 
 class WaitEntrySchema(Schema):
@@ -124,6 +125,18 @@ class MetricPointSchema(Schema):
     epoch = fields.Float(allow_none=True)
     validationLoss = fields.Float(allow_none=True, metadata={"description": "a validation pass: mean token loss over validationDataset"})
     validationPerplexity = fields.Float(allow_none=True)
+    # grpo (docs/grpo.md): rewards, KL and where the step's time went
+    reward = fields.Float(allow_none=True, metadata={"description": "grpo: mean weighted reward of the step's completions"})
+    rewardStd = fields.Float(allow_none=True)
+    rewards = fields.Dict(allow_none=True, metadata={"description": "grpo: reward key (function name or judge:ENDPOINT) -> {mean, std}"})
+    kl = fields.Float(allow_none=True, metadata={"description": "grpo: KL to the reference policy (null when klPenalty is 0)"})
+    completionLength = fields.Float(allow_none=True, metadata={"description": "grpo: mean completion length in tokens"})
+    generationSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: rollout generation in the serving process"})
+    handoffSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: handing the serving process the adapter"})
+    handoffBytes = fields.Integer(allow_none=True, metadata={"description": "grpo: bytes of adapter handed over"})
+    rewardSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: scoring (reward functions and judges)"})
+    updateSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: log-probs, backward and optimizer step"})
+    stepSeconds = fields.Float(allow_none=True)
     time = fields.String()
 
 
@@ -229,3 +242,61 @@ class EndpointSchema(ResourceSchema):
     stopsAt = fields.String(allow_none=True, metadata={"description": "while READY: when it stops unless a request comes"})
     scheduling = fields.Dict()
     stopRequested = fields.Boolean()
+
+
+class EvaluationMetricsSchema(Schema):
+    rows = fields.Integer(metadata={"description": "rows scored"})
+    loss = fields.Float(allow_none=True, metadata={"description": "mean negative log-likelihood per target token"})
+    perplexity = fields.Float(allow_none=True, metadata={"description": "exp(loss)"})
+    targetTokens = fields.Integer(metadata={"description": "target tokens the loss is averaged over"})
+    exactMatch = fields.Float(allow_none=True, metadata={"description": "share of rows whose greedy completion equals "
+                                                                        "the reference (answer, completion or last "
+                                                                        "assistant message), stripped"})
+    rewards = fields.Dict(metadata={"description": "reward function -> mean score (rows that carry answers)"})
+    judge = fields.Float(allow_none=True, metadata={"description": "mean judge score (0..1: its answer out of 10) "
+                                                                   "over the rows it scored"})
+    judgeUnparsable = fields.Integer(metadata={"description": "rows whose judge answer held no score"})
+
+
+class EvaluationSchema(ResourceSchema):
+    status = fields.String(metadata={"description": "QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED"})
+    model = fields.String()
+    snapshot = fields.String(allow_none=True, metadata={"description": "the snapshot whose adapter it scores"})
+    run = fields.String(allow_none=True, metadata={"description": "the run that wrote the snapshot"})
+    step = fields.Integer(allow_none=True)
+    dataset = fields.String()
+    gpus = fields.Integer()
+    pool = fields.String()
+    judge = fields.String(allow_none=True)
+    comparison = fields.String(allow_none=True, metadata={"description": "the comparison it belongs to"})
+    progress = fields.Dict(metadata={"description": "{rows, totalRows}"})
+    metrics = fields.Nested(EvaluationMetricsSchema, allow_none=True)
+    results = fields.Dict(allow_none=True, metadata={"description": "{path, rows}: per-row results "
+                                                                    "(GET /v1/evaluations/ID/rows)"})
+    scheduling = fields.Nested(SchedulingSchema)
+    cancelRequested = fields.Boolean()
+    startedAt = fields.String(allow_none=True)
+    finishedAt = fields.String(allow_none=True)
+
+
+class ComparisonRowSchema(Schema):
+    snapshot = fields.String()
+    run = fields.String(allow_none=True)
+    step = fields.Integer(allow_none=True)
+    restore = fields.String(metadata={"description": "how its run started: none, weights or trainingState"})
+    evaluation = fields.String(allow_none=True)
+    status = fields.String(allow_none=True)
+    metrics = fields.Dict(metadata={"description": "loss, perplexity, exactMatch, reward:NAME, judge"})
+    best = fields.List(fields.String(), metadata={"description": "the metrics this snapshot is best at"})
+
+
+class ComparisonSchema(ResourceSchema):
+    status = fields.String(metadata={"description": "derived from its evaluations: QUEUED, RUNNING, SUCCEEDED, "
+                                                    "FAILED, CANCELLED"})
+    model = fields.String()
+    dataset = fields.String()
+    pool = fields.String()
+    evaluations = fields.List(fields.String())
+    rows = fields.List(fields.Nested(ComparisonRowSchema), metadata={"description": "one per snapshot"})
+    best = fields.Dict(metadata={"description": "metric -> the snapshots best at it (lowest loss and perplexity, "
+                                                "highest exact match, rewards and judge)"})

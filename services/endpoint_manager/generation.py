@@ -20,6 +20,8 @@ from shared.errors import NotFound, ValidationFailed
 from shared.load_spec import LoadSpec, attach_adapter, sampling_defaults
 
 _DONE = object()
+# The most completions one request may ask for (`n`): a GRPO group is rarely above 64.
+MAX_N = 256
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class SamplingParams:
     repetition_penalty: float
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    n: int = 1  # completions of the prompt, sampled together (`Generator.generate_many`)
 
     @classmethod
     def from_request(cls, body: dict[str, Any], defaults: dict[str, Any]) -> SamplingParams:
@@ -47,8 +50,13 @@ class SamplingParams:
                 raise ValidationFailed(f"{name} must be {bounds}, got {value}", details={"param": name})
             return kind(value)
 
-        if body.get("n", 1) != 1:
-            raise ValidationFailed("n must be 1 on this server", details={"param": "n"})
+        n = body.get("n", 1)
+        if n is None:
+            n = 1
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N:
+            raise ValidationFailed(f"n must be a whole number between 1 and {MAX_N}", details={"param": "n"})
+        if n > 1 and body.get("stream"):
+            raise ValidationFailed("n must be 1 when streaming on this server", details={"param": "n"})
         if body.get("logprobs") not in (None, False) or body.get("best_of") not in (None, 1):
             raise ValidationFailed("logprobs and best_of are not supported on this server", details={"param": "logprobs"})
         stop = body.get("stop")
@@ -71,7 +79,18 @@ class SamplingParams:
             repetition_penalty=number("repetition_penalty", float, 0.01),
             stop=tuple(stop),
             seed=seed,
+            n=n,
         )
+
+
+@dataclass
+class Sampled:
+    """One completion of `Generator.generate_many`: its token ids (up to and including the end-of-
+    sequence token, as vLLM's `return_token_ids` gives them), its text and why it ended."""
+
+    token_ids: list[int]
+    text: str
+    finish_reason: str  # "stop" (end of sequence or a stop string) or "length"
 
 
 @dataclass
@@ -144,6 +163,36 @@ class Generator:
                 self.model.delete_adapter(name)
             else:  # a PeftModel without adapters cannot generate: take the LoRA layers out again
                 self.model = self.model.unload()
+
+    def update_weights(self, path: str) -> int:
+        """Replace the base model's weights with the safetensors files of directory `path` (every
+        weight, by its Hugging Face name); returns how many tensors were loaded.
+
+        The old way of syncing a trainer with its rollout server (fold the adapter into the base
+        weights and send them all), kept so bench/grpo_handoff.py can compare it with the adapter
+        hand-off on the same server. Refused while adapters are loaded: they sit on those weights.
+        """
+        from pathlib import Path
+
+        from safetensors.torch import load_file
+
+        files = sorted(Path(path).glob("*.safetensors"))
+        if not files:
+            raise ValidationFailed(f"{path} holds no .safetensors files", details={"param": "path"})
+        with self.lock:
+            if self.adapters:
+                raise ValidationFailed("the base weights can be updated only while no adapter is loaded",
+                                       details={"param": "path"})
+            state: dict = {}
+            for file in files:
+                state.update(load_file(str(file)))
+            result = self.model.load_state_dict(state, strict=False)
+            tied = {"lm_head.weight"} if getattr(self.model.config, "tie_word_embeddings", False) else set()
+            missing = set(result.missing_keys) - tied
+            if missing or result.unexpected_keys:
+                raise ValidationFailed(f"{path} does not hold this model's weights: missing {sorted(missing)[:3]}, "
+                                       f"unexpected {sorted(result.unexpected_keys)[:3]}", details={"param": "path"})
+            return len(state)
 
     # --- prompts -------------------------------------------------------------------------------
     def encode_prompt(self, prompt: str) -> list[int]:
@@ -256,6 +305,54 @@ class Generator:
             outcome.completion_tokens = len(token_ids)
         finally:
             cancel.set()  # a client that stopped reading frees the model at the next token
+
+    def generate_many(self, prompt_ids: list[int], params: SamplingParams, model_name: str) -> list[Sampled]:
+        """`params.n` completions of one prompt, sampled in one batch (no streaming).
+
+        What a reinforcement run's rollouts need: a group of completions per prompt with their
+        token ids. With a seed the whole group repeats exactly. A stop string cuts a completion's
+        text and token ids at the first token whose text reaches it.
+        """
+        import torch
+
+        with self.lock:
+            if self.stopping.is_set():
+                raise ValidationFailed("the server is stopping")
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+            device = next(self.model.parameters()).device
+            ids = torch.tensor([prompt_ids] * params.n, device=device)
+            kwargs = dict(input_ids=ids, attention_mask=torch.ones_like(ids),
+                          generation_config=self._generation_config(params))
+            with torch.inference_mode():
+                if not self.adapters:
+                    out = self.model.generate(**kwargs)
+                elif model_name in self.adapters:
+                    self.model.set_adapter(model_name)
+                    out = self.model.generate(**kwargs)
+                else:
+                    with self.model.disable_adapter():
+                        out = self.model.generate(**kwargs)
+        return [self._sampled(row[len(prompt_ids):].tolist(), params) for row in out]
+
+    def _sampled(self, generated: list[int], params: SamplingParams) -> Sampled:
+        token_ids: list[int] = []
+        for token in generated:  # rows that ended early are padded after their end-of-sequence token
+            token_ids.append(token)
+            if token in self.eos_ids:
+                return Sampled(*self._cut(token_ids, params, "stop"))
+        return Sampled(*self._cut(token_ids, params, "length" if len(token_ids) >= params.max_tokens else "stop"))
+
+    def _cut(self, token_ids: list[int], params: SamplingParams, finish: str) -> tuple[list[int], str, str]:
+        text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        if not params.stop or not any(s in text for s in params.stop):
+            return token_ids, text, finish
+        for end in range(1, len(token_ids) + 1):
+            head = self.tokenizer.decode(token_ids[:end], skip_special_tokens=True)
+            cut = min((i for i in (head.find(s) for s in params.stop) if i >= 0), default=-1)
+            if cut >= 0:
+                return token_ids[:end], head[:cut], "stop"
+        return token_ids, text, finish
 
     @staticmethod
     def _emit(outcome: Outcome, piece: str) -> Iterator[str]:

@@ -1,7 +1,9 @@
 """The built-in server's HTTP surface: the parts of vLLM's OpenAI-compatible server the trainer uses.
 
 `GET /health`, `GET /v1/models`, `POST /v1/completions`, `POST /v1/chat/completions` (both with
-`stream`), `POST /v1/load_lora_adapter`, `POST /v1/unload_lora_adapter`. Bodies and errors answer
+`stream`; `n` > 1 and `return_token_ids` answer in one body), `POST /v1/load_lora_adapter`,
+`POST /v1/unload_lora_adapter`, and `POST /v1/update_weights` (built-in only: every base weight
+from a directory of safetensors, the baseline bench/grpo_handoff.py measures). Bodies and errors answer
 like vLLM's (`{"error": {"message", "type", "param", "code"}}`), so the endpoint manager, the API's
 proxy and the official `openai` client cannot tell the two backends apart. Views only parse and
 serialise; generation lives in `generation.py`.
@@ -103,6 +105,15 @@ def create_app(generator: Generator, log) -> Flask:
         log.info("adapter unloaded", adapter=name)
         return Response(f"Success: LoRA adapter '{name}' removed successfully.", status=200, mimetype="text/plain")
 
+    @app.post("/v1/update_weights")
+    def update_weights():  # every base weight from a directory: bench/grpo_handoff.py's baseline
+        path = _body().get("path")
+        if not isinstance(path, str) or not path:
+            raise ValidationFailed("'path' must be provided.", details={"param": "path"})
+        tensors = generator.update_weights(path)
+        log.info("weights updated", path=path, tensors=tensors)
+        return jsonify({"tensors": tensors})
+
     def prepared(body: dict[str, Any], prompt_ids: list[int]):
         if not prompt_ids:
             raise ValidationFailed("the prompt is empty", details={"param": "prompt"})
@@ -131,6 +142,8 @@ def create_app(generator: Generator, log) -> Flask:
                                    details={"param": "prompt"})
         params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
         head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()), "model": model}
+        if params.n > 1 or body.get("return_token_ids"):  # a group of completions, e.g. a GRPO run's rollouts
+            return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=False))
         pieces = generator.generate(prompt_ids, params, model, outcome)
         if body.get("stream"):
             def chunk(text: str, finish: str | None) -> dict[str, Any]:
@@ -149,6 +162,8 @@ def create_app(generator: Generator, log) -> Flask:
         prompt_ids = generator.encode_chat(messages)
         params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model}
+        if params.n > 1 or body.get("return_token_ids"):
+            return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=True))
         pieces = generator.generate(prompt_ids, params, model, outcome)
         if body.get("stream"):
             def chunk(text: str | None, finish: str | None) -> dict[str, Any]:
@@ -164,6 +179,28 @@ def create_app(generator: Generator, log) -> Flask:
         return jsonify({**head, "object": "chat.completion", "choices": [choice], "usage": _usage(outcome)})
 
     return app
+
+
+def _many(generator: Generator, head: dict, body: dict, prompt_ids: list[int], params: SamplingParams, model: str,
+          *, chat: bool) -> dict[str, Any]:
+    """`n` completions in one response; with `return_token_ids` each choice carries `token_ids` and
+    `prompt_token_ids`, as vLLM's server answers."""
+    sampled = generator.generate_many(prompt_ids, params, model)
+    with_ids = bool(body.get("return_token_ids"))
+    choices = []
+    for i, one in enumerate(sampled):
+        choice: dict[str, Any] = {"index": i, "logprobs": None, "finish_reason": one.finish_reason, "stop_reason": None}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": one.text}
+        else:
+            choice["text"] = one.text
+        if with_ids:
+            choice.update(prompt_token_ids=list(prompt_ids), token_ids=one.token_ids)
+        choices.append(choice)
+    completion_tokens = sum(len(one.token_ids) for one in sampled)
+    usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
+             "total_tokens": len(prompt_ids) + completion_tokens}
+    return {**head, "object": "chat.completion" if chat else "text_completion", "choices": choices, "usage": usage}
 
 
 def _messages(raw: Any) -> list[dict[str, str]]:

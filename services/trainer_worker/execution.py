@@ -40,6 +40,10 @@ class Worker:
 
 def execute(worker: Worker, kind: str, resource_id: str, claim_id: str) -> str:
     """Returns what happened, for the task's log: trained, skipped (and why)."""
+    if kind == "evaluation":
+        from services.trainer_worker.evaluation_job import run_evaluation
+
+        return run_evaluation(worker, resource_id, claim_id)
     log = logs.get("trainer_worker").bind(node=worker.node, run=resource_id, claim=claim_id)
     if kind != "run":
         log.error("unknown kind of work", kind=kind)
@@ -150,6 +154,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
 
     from services.trainer_worker.engines.base import TrainingJob
     from services.trainer_worker.engines import train
+    from services.trainer_worker.judges import JudgeAddresses
     from shared.models import model_dir_for
 
     node = worker.config.node(worker.node)
@@ -167,6 +172,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         work_dir=worker.artifacts.run_dir(run["id"]),
         devices=devices,
         restore=restore_for(worker, run),
+        judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix),
+        reward_functions=dict(worker.config.reward_functions),
         validation_path=(worker.artifacts.dataset_path(run["validationDatasetDigest"])
                          if run.get("validationDatasetDigest") else None),
     )

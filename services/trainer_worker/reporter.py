@@ -78,6 +78,7 @@ class RunReporter:
             eta = round(per_step * max(self.total_steps - step, 0), 1)
         self._pending = {"step": step, "totalSteps": self.total_steps, "loss": point.get("loss"),
                          "firstLoss": self._first_loss, "tokensPerSecond": point.get("tokensPerSecond"),
+                         "reward": point.get("reward"),
                          "etaSeconds": eta, "validationLoss": point.get("validationLoss")}
         if time.monotonic() - self._last_progress_write >= PROGRESS_EVERY_S or step == self.total_steps:
             self.flush_progress()

@@ -29,8 +29,10 @@ def test_resolver_refusal_is_422_with_the_spec_sentence(client, admin, dataset):
     resp = client.post("/v1/runs", headers=admin, json=plan(dataset, execution={"gpus": 4, "pool": "big"}))
     assert resp.status_code == 422
     assert resp.json["error"]["message"] == "this deployment does not train sft on 4 GPU(s)"
-    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, method="grpo", grpo={"klPenalty": 0.1}))
-    assert resp.json["error"]["message"] == "this deployment does not train grpo with a KL penalty on 1 GPU(s)"
+    grpo = {"klPenalty": 0.1, "rewards": [{"function": "exact_match"}]}
+    resp = client.post("/v1/runs", headers=admin,
+                       json=plan(dataset, method="grpo", execution={"gpus": 4, "pool": "big"}, grpo=grpo))
+    assert resp.json["error"]["message"] == "this deployment does not train grpo with a KL penalty on 4 GPU(s)"
     assert client.get("/v1/runs", headers=admin).json["items"] == []
 
 

@@ -126,6 +126,61 @@ def test_seeded_sampling_repeats(client):
     assert sample(7) == sample(7)
 
 
+def test_a_group_of_sampled_completions_with_token_ids(server, client, spec):
+    """What a GRPO run's rollouts ask for: n completions of one prompt (as token ids), seeded."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(spec.model_dir)
+    prompt_ids = tokenizer(PROMPT)["input_ids"]
+    body = {"model": "alpha", "prompt": prompt_ids, "n": 6, "max_tokens": 8, "temperature": 1.0, "seed": 3,
+            "return_token_ids": True}
+    answer = requests.post(f"{server.base_url}/v1/completions", json=body, timeout=60).json()
+    choices = answer["choices"]
+    assert [c["index"] for c in choices] == list(range(6))
+    for choice in choices:
+        assert choice["prompt_token_ids"] == prompt_ids and 1 <= len(choice["token_ids"]) <= 8
+        assert choice["text"] == tokenizer.decode(choice["token_ids"], skip_special_tokens=True)
+        assert choice["finish_reason"] == ("length" if len(choice["token_ids"]) == 8 else "stop")
+    assert len({tuple(c["token_ids"]) for c in choices}) > 1  # sampled, not six copies of one answer
+    assert answer["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in choices)
+    again = requests.post(f"{server.base_url}/v1/completions", json=body, timeout=60).json()
+    assert [c["token_ids"] for c in again["choices"]] == [c["token_ids"] for c in choices]
+    # The official client reads the same response (the extra fields ride along).
+    many = client.completions.create(model="alpha", prompt=PROMPT, n=3, max_tokens=4, temperature=1.0, seed=1)
+    assert len(many.choices) == 3 and all(isinstance(c.text, str) for c in many.choices)
+    chat = client.chat.completions.create(model="alpha", messages=MESSAGES, n=2, max_tokens=4, temperature=1.0)
+    assert len(chat.choices) == 2 and chat.choices[1].message.role == "assistant"
+
+
+def test_update_weights_replaces_every_base_weight(server, base_spec, tmp_path):
+    """The old way of syncing a rollout server (all weights, bench/grpo_handoff.py's baseline)."""
+    from safetensors.torch import save_file
+
+    from shared.models import load_causal_lm
+
+    refused = requests.post(f"{server.base_url}/v1/update_weights", json={"path": str(tmp_path)}, timeout=10)
+    assert refused.status_code == 400 and "holds no .safetensors" in refused.json()["error"]["message"]
+    state = {k: v.clone() for k, v in load_causal_lm(base_spec.model_dir, "fp32").state_dict().items()}
+    (tmp_path / "same").mkdir()
+    save_file(state, str(tmp_path / "same" / "model.safetensors"))
+    assert requests.post(f"{server.base_url}/v1/update_weights", json={"path": str(tmp_path / "same")},
+                         timeout=10).status_code == 400  # adapter alpha is loaded on this server
+    bare = ServingProcess(base_spec, tmp_path / "bare").start().wait_ready()
+    try:
+        client = OpenAI(base_url=f"{bare.base_url}/v1", api_key="x", max_retries=0, timeout=30)
+        before = complete(client).choices[0].text
+        (tmp_path / "changed").mkdir()
+        negated = {k: (-v if k == "model.norm.weight" else v) for k, v in state.items()}  # logits negated
+        save_file(negated, str(tmp_path / "changed" / "w.safetensors"))
+        for directory, same in (("changed", False), ("same", True)):
+            answer = requests.post(f"{bare.base_url}/v1/update_weights", json={"path": str(tmp_path / directory)},
+                                   timeout=30)
+            assert answer.status_code == 200 and answer.json()["tensors"] == len(state)
+            assert (complete(client).choices[0].text == before) is same
+    finally:
+        bare.terminate()
+
+
 def test_concurrent_requests_get_their_solo_answers(client):
     prompts = [PROMPT, "The quick brown fox", "Please reverse this word.", "0123456789"]
     solo = {p: complete(client, "alpha", prompt=p).choices[0].text for p in prompts}
@@ -164,7 +219,8 @@ def test_adapters_load_and_unload_at_run_time(server, client, in_process, adapte
     [
         ("/v1/completions", "not json", 400, "must be a JSON object"),
         ("/v1/completions", {"model": "nope", "prompt": "x"}, 404, "The model `nope` does not exist."),
-        ("/v1/completions", {"prompt": "x", "n": 2}, 400, "n must be 1"),
+        ("/v1/completions", {"prompt": "x", "n": 2, "stream": True}, 400, "n must be 1 when streaming"),
+        ("/v1/completions", {"prompt": "x", "n": 0}, 400, "n must be a whole number between 1 and 256"),
         ("/v1/completions", {"prompt": "x", "temperature": 5}, 400, "temperature must be between"),
         ("/v1/completions", {"prompt": "x", "max_tokens": 0}, 400, "max_tokens must be at least 1"),
         ("/v1/completions", {"prompt": "x", "max_tokens": 5000}, 400, "maximum context length is 2048"),

@@ -17,9 +17,15 @@ CPU_POOL = Pool("default", (Node("local", "cpu", 2),))
 BIG_POOL = Pool("big", (Node("gpu-node", "cuda", 8),))
 
 
-def plan(gpus=1, restore=None, precision="fp32"):
-    return {"method": "sft", "precision": precision, "execution": {"gpus": gpus},
+def plan(gpus=1, restore=None, precision="fp32", method="sft", kl=0.0):
+    return {"method": method, "precision": precision, "execution": {"gpus": gpus},
+            **({"grpo": {"klPenalty": kl}} if method == "grpo" else {}),
             **({"restore": {"snapshot": "snap-x", "what": restore}} if restore else {})}
+
+
+def row_plan(row):
+    return plan(row["gpus"], None if row["restore"] == "none" else row["restore"], row["precision"],
+                method=row["method"], kl=0.05 if row["klPenalty"] else 0.0)
 
 
 def test_declarations():
@@ -36,12 +42,35 @@ def test_every_startable_run_of_the_tiny_model_resolves_to_its_engine(gpus, name
 
 def test_startable_runs_list_exactly_what_resolves():
     rows = startable_runs(TINY, [CPU_POOL])
-    assert {(r["gpus"], r["engine"]) for r in rows} == {(1, "sft-single"), (2, "sft-ddp")}
+    assert {(r["gpus"], r["engine"]) for r in rows} == {(1, "sft-single"), (2, "sft-ddp"), (1, "grpo-single"),
+                                                        (2, "grpo-ddp")}
     assert {r["restore"] for r in rows} == {"none", "weights", "trainingState"}
     for row in rows:
-        chosen = resolve(plan(row["gpus"], None if row["restore"] == "none" else row["restore"], row["precision"]),
-                         model=TINY, pool=CPU_POOL)
-        assert chosen.name == row["engine"]
+        assert resolve(row_plan(row), model=TINY, pool=CPU_POOL).name == row["engine"]
+
+
+def test_grpo_combinations_listed_are_accepted_and_the_rest_refused_with_the_spec_sentence():
+    """base-models get lists every grpo combination the resolver accepts, and only those."""
+    four = {**TINY, "gpuCounts": [1, 2, 3, 4]}
+    rows = [r for r in startable_runs(four, [BIG_POOL]) if r["method"] == "grpo"]
+    listed = {(r["gpus"], r["precision"], r["klPenalty"], r["restore"]) for r in rows}
+    assert listed == {(gpus, p, kl, restore) for gpus in (1, 2, 4) for p in ("bf16", "fp32") for kl in (False, True)
+                      for restore in ("none", "weights", "trainingState")}
+    for row in rows:
+        assert resolve(row_plan(row), model=four, pool=BIG_POOL).name == ("grpo-single" if row["gpus"] == 1
+                                                                          else "grpo-ddp")
+    for gpus in (3,):  # no engine trains on 3 GPUs
+        for kl in (0.0, 0.1):
+            for restore in (None, "weights", "trainingState"):
+                assert (gpus, "fp32", kl > 0, restore or "none") not in listed
+                with pytest.raises(Unprocessable) as refused:
+                    resolve(plan(gpus, restore, method="grpo", kl=kl), model=four, pool=BIG_POOL)
+                assert refused.value.status == 422
+                assert refused.value.message == reasons.engine_refused(
+                    method="grpo", kl_penalty=kl, restores_weights=restore == "weights", gpus=gpus)
+    with pytest.raises(Unprocessable) as refused:
+        resolve(plan(3, "weights", method="grpo", kl=0.1), model=four, pool=BIG_POOL)
+    assert refused.value.message == "this deployment does not train grpo with a KL penalty over an inherited adapter on 3 GPU(s)"
 
 
 def test_a_model_declared_for_fewer_gpus_is_refused_more():

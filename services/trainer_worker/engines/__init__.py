@@ -22,6 +22,10 @@ def engine_function(engine: str) -> Callable[[TrainingJob, Reporter], TrainingRe
         from services.trainer_worker.engines.sft import run_sft
 
         return run_sft
+    if engine in ("grpo-single", "grpo-ddp"):
+        from services.trainer_worker.engines.grpo import run_grpo
+
+        return run_grpo
     raise KeyError(f"this worker has no engine {engine}")
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 
@@ -82,6 +82,11 @@ class TrainingJob:
     work_dir: Path  # scratch for HF checkpoints; snapshots go under work_dir/"snapshots"
     devices: list[str]  # e.g. ["cpu:0"] or ["cuda:0"]
     restore: Restore | None = None  # a branch, or a run resuming itself after pause / a lost worker
+    # grpo: a judge endpoint (its id or name) -> judges.JudgeTarget (address, served model) while it is
+    # READY, else None; read fresh each call
+    judge_address: Callable[[str], Any] | None = None
+    # grpo: the deployment's registered reward functions, name -> "package.module:function"
+    reward_functions: dict[str, str] = field(default_factory=dict)
     validation_path: Path | None = None  # the plan's validationDataset (JSONL), scored every few steps
 
     @property

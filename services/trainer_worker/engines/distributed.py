@@ -3,7 +3,7 @@
 `run_distributed(job, reporter)` starts N rank processes (`python -m
 services.trainer_worker.engines.distributed JOB_FILE`) with the torch.distributed environment
 (MASTER_ADDR/PORT on a free local port, RANK, LOCAL_RANK, WORLD_SIZE); each rank runs the same
-engine function as on one device (`sft.run_sft`), which the HF Trainer turns into DDP: gloo on CPU
+engine function as on one device (`sft.run_sft`, `grpo.run_grpo`), which the HF Trainer turns into DDP: gloo on CPU
 slots, NCCL on CUDA. The global batch stays the plan's (base.per_device_batch_size).
 
 Only rank 0 talks to the outside, over one local connection to this process:

@@ -1,0 +1,52 @@
+"""What a grpo plan must hold beyond its schema (SPEC 2.3, 4), checked at submission so that a run
+that could never score its completions is refused with a 4xx naming the field, not queued."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.api.auth import Principal
+from services.api.context import Context
+from shared import reasons
+from shared.errors import NotFound, Unprocessable, ValidationFailed
+from shared.rewards import check_rewards
+from shared.states import EndpointPhase
+
+
+def check_grpo_plan(context: Context, plan: dict[str, Any], who: Principal) -> None:
+    grpo = plan.get("grpo")
+    if plan["method"] != "grpo":
+        if grpo is not None:
+            raise ValidationFailed(reasons.grpo_on_sft_run(plan["method"]), details={"field": "grpo"})
+        return
+    if plan.get("validationDataset"):
+        raise ValidationFailed(reasons.GRPO_NO_VALIDATION, details={"field": "validationDataset"})
+    rewards = grpo["rewards"]
+    if not rewards:
+        raise ValidationFailed(reasons.GRPO_NEEDS_REWARDS, details={"field": "grpo.rewards"})
+    check_rewards(rewards, registered=context.config.reward_functions)
+    batch, generations = plan["hyperparameters"]["batchSize"], grpo["numGenerations"]
+    if batch % generations:
+        raise ValidationFailed(reasons.grpo_batch_not_a_multiple(batch_size=batch, generations=generations),
+                               details={"field": "hyperparameters.batchSize"})
+    gpus, accumulation = plan["execution"]["gpus"], plan["hyperparameters"]["gradientAccumulation"]
+    if batch % (gpus * accumulation):
+        raise ValidationFailed(reasons.grpo_batch_not_split(batch_size=batch, gpus=gpus, accumulation=accumulation),
+                               details={"field": "hyperparameters.batchSize"})
+    for i, entry in enumerate(rewards):
+        if entry.get("judge"):
+            _check_judge(context, entry["judge"], who, field=f"grpo.rewards.{i}.judge")
+
+
+def _check_judge(context: Context, judge: str, who: Principal, *, field: str) -> None:
+    """The judge is an endpoint (its id, or the name of a live one) this token may use, not ended."""
+    if judge.startswith("ep-"):
+        doc = context.store.get(judge)
+    else:
+        found, _ = context.store.list(
+            "ep", where=lambda d: d.get("name") == judge and not EndpointPhase(d["phase"]).is_terminal, limit=1)
+        doc = found[0] if found else None
+    if doc is None or doc.get("kind") != "endpoint" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(reasons.evaluation_judge_unknown(judge), details={"field": field})
+    if EndpointPhase(doc["phase"]).is_terminal:
+        raise Unprocessable(reasons.evaluation_judge_ended(judge, doc["phase"]), details={"field": field})

@@ -1,0 +1,178 @@
+"""Rollout generation for reinforcement runs (SPEC 4): a serving process next to the trainer.
+
+A GRPO run does not generate with the model it trains. It starts one serving process of the
+endpoint backends (`services.endpoint_manager.backends.choose_backend`: the built-in transformers
+server on CPU slots, vLLM on CUDA GPUs) over the same base model and data type, and asks it for
+groups of completions. After each update the run hands it **only the adapter**: the trainable LoRA
+weights saved as safetensors into a fresh directory, loaded with `/v1/load_lora_adapter` under a new
+name (`policy-STEP`, so vLLM cannot serve a cached older copy under the same name), the previous
+one unloaded. The base weights never move. Each hand-off is measured (bytes written and sent by
+path, seconds from save to unload) so a run's metrics show what it costs.
+
+On CPU this is exercised by the tests; on CUDA the same calls go to vLLM's server, which this
+project cannot run in its CI (docs/grpo.md says so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from shared.load_spec import LoadSpec, model_generation_config
+
+READY_TIMEOUT_S = 300.0
+REQUEST_TIMEOUT_S = 600.0
+POLICY_ADAPTER = "default"  # the PEFT adapter a run trains (TRL also keeps a frozen "ref" beside it)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class HandOff:
+    """One adapter hand-off: what it cost."""
+
+    step: int
+    name: str
+    bytes: int
+    seconds: float
+
+
+@dataclass
+class RolloutServer:
+    """A serving process of one base model that generates a run's rollouts with its latest adapter."""
+
+    model: str  # catalog id, for the load spec
+    model_dir: Path
+    precision: str
+    devices: list[str]
+    work_dir: Path  # holds the load spec, the server's log and the handed-off adapters
+    port: int = field(default_factory=_free_port)
+    proc: subprocess.Popen | None = None
+    current: str | None = None  # the adapter name rollouts are generated with
+    current_dir: Path | None = None
+    handed_step: int | None = None  # the optimizer step whose adapter the server holds
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _spec(self, adapters: dict[str, str]) -> LoadSpec:
+        return LoadSpec(
+            model=self.model, model_dir=str(self.model_dir), dtype=self.precision,
+            generation_config=model_generation_config(self.model_dir), batch_invariant=True,
+            served_model_name="base", adapters=adapters,
+            device="cuda" if self.devices[0].startswith("cuda") else "cpu",
+        )
+
+    def start(self, peft_model, *, step: int) -> RolloutServer:
+        """Start the process with the adapter of `step` already loaded, and wait until it answers."""
+        from services.endpoint_manager.backends import choose_backend
+
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        name, directory = self._initial_policy(peft_model, step)
+        spec = self._spec({name: str(directory)} if directory is not None else {})
+        spec_path = spec.write(self.work_dir / "load_spec.json")
+        argv, extra_env = choose_backend(self.devices).command(spec, port=self.port, spec_path=spec_path)
+        env = {**os.environ, **extra_env}
+        env.setdefault("TRAINING_LOG_LEVEL", "WARNING")
+        root = Path(__file__).resolve().parents[3]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+        from services.trainer_worker.engines.distributed import _die_with_parent
+
+        with open(self.work_dir / "server.log", "ab") as log:  # the child keeps its own copy
+            # A worker that dies takes its rollout server with it (PR_SET_PDEATHSIG).
+            self.proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                         preexec_fn=_die_with_parent)
+        self._wait_ready()
+        self.current, self.current_dir, self.handed_step = name, directory, step
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the rollout server exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                if requests.get(f"{self.base_url}/health", timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"the rollout server did not answer within {READY_TIMEOUT_S:.0f}s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 20) -> str:
+        path = self.work_dir / "server.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def _initial_policy(self, peft_model, step: int) -> tuple[str, Path | None]:
+        """The model name rollouts start with, and the adapter directory the server loads at start
+        (on vLLM this also sizes --max-lora-rank to the run's adapter)."""
+        name, directory, _ = self._save(peft_model, step)
+        return name, directory
+
+    def _save(self, peft_model, step: int) -> tuple[str, Path, int]:
+        """Only the trained adapter, as safetensors, into a directory of its own."""
+        name = f"policy-{step}"
+        directory = self.work_dir / "adapters" / name
+        if directory.exists():
+            shutil.rmtree(directory)
+        peft_model.save_pretrained(str(directory), selected_adapters=[POLICY_ADAPTER], safe_serialization=True)
+        (directory / "README.md").unlink(missing_ok=True)  # PEFT's model card: nothing a server reads
+        size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+        return name, directory, size
+
+    def hand_off(self, peft_model, *, step: int) -> HandOff:
+        """Give the server the adapter of `step` under a new name and drop the one it had."""
+        started = time.perf_counter()
+        name, directory, size = self._save(peft_model, step)
+        if name == self.current:  # the same step again (a resumed run's first step): reload it fresh
+            self._post("/v1/unload_lora_adapter", {"lora_name": name})
+            self.current = None
+        self._post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(directory)})
+        previous, previous_dir = self.current, self.current_dir
+        self.current, self.current_dir, self.handed_step = name, directory, step
+        if previous is not None:
+            self._post("/v1/unload_lora_adapter", {"lora_name": previous})
+        if previous_dir is not None and previous_dir != directory:
+            shutil.rmtree(previous_dir, ignore_errors=True)
+        return HandOff(step=step, name=name, bytes=size, seconds=time.perf_counter() - started)
+
+    def _post(self, path: str, body: dict[str, Any]) -> requests.Response:
+        response = requests.post(f"{self.base_url}{path}", json=body, timeout=REQUEST_TIMEOUT_S)
+        if response.status_code != 200:
+            raise RuntimeError(f"the rollout server answered {path} with {response.status_code}: {response.text[:500]}")
+        return response
+
+    def sample(self, prompt_ids: list[int], *, n: int, max_tokens: int, temperature: float,
+               seed: int | None) -> list[list[int]]:
+        """`n` completions of one tokenized prompt from the current adapter, as token ids."""
+        body = {"model": self.current, "prompt": prompt_ids, "n": n, "max_tokens": max_tokens,
+                "temperature": temperature, "return_token_ids": True}
+        if seed is not None:
+            body["seed"] = seed
+        choices = self._post("/v1/completions", body).json()["choices"]
+        return [list(c["token_ids"]) for c in sorted(choices, key=lambda c: c["index"])]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+

@@ -1,0 +1,51 @@
+"""Where a grpo run's judge endpoints answer, read fresh from Redis (SPEC 4).
+
+`JudgeAddresses` is the `TrainingJob.judge_address` the worker gives an engine. It is picklable
+(the ranks of a multi-device run unpickle their job) and connects to Redis on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from shared.states import EndpointPhase
+
+
+class JudgeTarget(NamedTuple):
+    """Where a judge answers and the model name to ask for: its endpoint id, under which its serving
+    process serves what the endpoint serves (a snapshot's adapter, or the base model)."""
+
+    address: str
+    model: str | None
+
+
+@dataclass
+class JudgeAddresses:
+    redis_url: str
+    key_prefix: str
+    _store: Any = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self):
+        return {"redis_url": self.redis_url, "key_prefix": self.key_prefix, "_store": None}
+
+    def store(self):
+        if self._store is None:
+            from shared.keys import Keys
+            from shared.store import Store, connect
+
+            self._store = Store(connect(self.redis_url), Keys(self.key_prefix))
+        return self._store
+
+    def __call__(self, judge: str) -> JudgeTarget | None:
+        """The judge's address and served name (it is named by its endpoint id, or the name of a
+        READY endpoint) while READY, else None."""
+        store = self.store()
+        if judge.startswith("ep-"):
+            doc = store.get(judge)
+        else:
+            found, _ = store.list("ep", where=lambda d: d.get("name") == judge and d.get("phase") == "READY", limit=1)
+            doc = found[0] if found else None
+        if not doc or doc.get("kind") != "endpoint" or doc.get("phase") != EndpointPhase.READY:
+            return None
+        return JudgeTarget(doc["address"], doc["id"]) if doc.get("address") else None

@@ -1,0 +1,170 @@
+"""The grpo-single engine trains the built-in tiny model for real on the CPU: TRL's GRPOTrainer over
+LoRA, rollouts from a real built-in serving process that is handed only the adapter each step."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.trainer_worker.engines.base import Restore
+from services.trainer_worker.engines.grpo import load_prompt_rows, run_grpo
+from shared.errors import ValidationFailed
+from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
+from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
+
+POINT_KEYS = {"step", "loss", "learningRate", "gradNorm", "tokensPerSecond", "epoch", "reward", "rewardStd",
+              "rewards", "kl", "completionLength", "generationSeconds", "handoffSeconds", "handoffBytes",
+              "rewardSeconds", "updateSeconds", "stepSeconds"}
+
+
+@pytest.fixture(scope="module")
+def toy(model_dir, tmp_path_factory):
+    answer, probability = toy_answer(model_dir)
+    assert probability < 0.2  # the untrained model rarely says it
+    return write_toy_dataset(tmp_path_factory.mktemp("toy") / "toy.jsonl", answer)
+
+
+@pytest.fixture(scope="module")
+def trained(model_dir, toy, tmp_path_factory):
+    reporter = RecordingReporter()
+    job = grpo_job(model_dir, tmp_path_factory.mktemp("work"), toy, every_steps=6)
+    return job, reporter, run_grpo(job, reporter)
+
+
+def rewards_of(reporter):
+    return [p["reward"] for p in reporter.points]
+
+
+def test_exact_match_reward_rises(trained):
+    _, reporter, result = trained
+    rewards = rewards_of(reporter)
+    assert result.final_step == 12 and len(rewards) == 12 and reporter.total_steps == 12
+    # Step 1 scores the untrained model's samples; the last steps the trained adapter's.
+    first, last = rewards[0], sum(rewards[-3:]) / 3
+    assert first < 0.4 and last > 0.75 and last - first > 0.5, rewards
+
+
+def test_metric_points_split_each_step(trained):
+    job, reporter, _ = trained
+    assert [p["step"] for p in reporter.points] == list(range(1, 13))
+    adapter_bytes = sum(f.stat().st_size for f in (job.snapshot_dir(12) / "adapter").iterdir())
+    for point in reporter.points:
+        assert set(point) == POINT_KEYS
+        assert point["rewards"]["exact_match"]["mean"] == pytest.approx(point["reward"])
+        assert point["kl"] is None  # klPenalty 0 keeps no reference
+        assert point["completionLength"] == 1.0
+        assert point["generationSeconds"] > 0 and point["updateSeconds"] > 0
+        parts = point["generationSeconds"] + point["handoffSeconds"] + point["rewardSeconds"] + point["updateSeconds"]
+        assert parts == pytest.approx(point["stepSeconds"], rel=1e-6)
+    # The server starts with the fresh adapter; every later step hands it the last update's adapter:
+    # exactly the bytes of an adapter directory, never base weights.
+    assert reporter.points[0]["handoffBytes"] == 0
+    for point in reporter.points[1:]:
+        assert point["handoffBytes"] == adapter_bytes and point["handoffSeconds"] > 0
+
+
+def test_snapshots_and_the_rollout_server(trained, model_dir):
+    job, reporter, _ = trained
+    assert [(s["step"], s["final"]) for s in reporter.snapshots] == [(6, False), (12, True)]
+    manifest = json.loads((job.snapshot_dir(12) / "snapshot.json").read_text())
+    assert manifest["method"] == "grpo" and manifest["engine"] == "grpo-single"
+    assert manifest["trainingState"] == {"format": "hf-trainer", "path": "training_state"}
+    # Only the latest handed-off adapter is kept, and it holds adapter files only.
+    handed = sorted(p.name for p in (job.work_dir / "rollouts" / "adapters").iterdir())
+    assert handed == ["policy-11"]
+    files = sorted(p.name for p in (job.work_dir / "rollouts" / "adapters" / "policy-11").iterdir())
+    assert files == ["adapter_config.json", "adapter_model.safetensors"]
+    assert "ready in" in reporter.events[0][1] and "KL reference none" in reporter.events[0][1]
+
+
+@pytest.fixture(scope="module")
+def with_kl(model_dir, toy, tmp_path_factory):
+    reporter = RecordingReporter()
+    job = grpo_job(model_dir, tmp_path_factory.mktemp("kl"), toy, kl=0.1, maxSteps=6)
+    run_grpo(job, reporter)
+    return reporter
+
+
+def test_kl_is_zero_at_the_first_step_and_grows_with_a_penalty(with_kl):
+    kl = [p["kl"] for p in with_kl.points]
+    assert kl[0] == pytest.approx(0.0, abs=1e-7)
+    assert kl[-1] > 0.05 and max(kl[1:]) > kl[0], kl
+    assert "KL reference base model" in with_kl.events[0][1]
+
+
+LENGTH = [{"function": "length", "target": 3, "weight": 1.0}]
+
+
+@pytest.fixture(scope="module")
+def weights_branch(trained, model_dir, toy, tmp_path_factory):
+    job, _, _ = trained
+    reporter = RecordingReporter()
+    branch = grpo_job(model_dir, tmp_path_factory.mktemp("branch"), toy, kl=0.1, maxSteps=4, learningRate=0.02,
+                      rewards=LENGTH, restore=Restore(what="weights", snapshot_dir=job.snapshot_dir(12)))
+    run_grpo(branch, reporter)
+    return branch, reporter
+
+
+def test_a_weights_branch_keeps_the_inherited_adapter_as_reference(weights_branch):
+    """Over an inherited adapter that has learned the task, KL starts at 0 (the reference is that
+    adapter, not the base model, which it differs from a lot). The branch learns another reward
+    (a length), so its policy moves away from the reference and KL grows."""
+    _, reporter = weights_branch
+    assert reporter.points[0]["kl"] == pytest.approx(0.0, abs=1e-7)
+    assert reporter.points[-1]["kl"] > 0
+    assert "KL reference inherited adapter" in reporter.events[0][1]
+
+
+def test_a_paused_weights_branch_resumes_with_the_same_reference(weights_branch, trained, model_dir, toy, tmp_path):
+    """The reference travels in the training state: after a resume it is still the inherited
+    adapter, not the adapter the run had reached when it paused."""
+    job, _, _ = trained
+    _, full = weights_branch
+    paused = RecordingReporter(stop_after_step=1, stop_with="pause")
+    first = grpo_job(model_dir, tmp_path, toy, kl=0.1, maxSteps=4, learningRate=0.02, rewards=LENGTH,
+                     restore=Restore(what="weights", snapshot_dir=job.snapshot_dir(12)))
+    assert run_grpo(first, paused).final_step == 2
+    resumed = RecordingReporter()
+    second = grpo_job(model_dir, tmp_path, toy, kl=0.1, maxSteps=4, learningRate=0.02, rewards=LENGTH,
+                      restore=Restore(what="trainingState", snapshot_dir=first.snapshot_dir(2)))
+    run_grpo(second, resumed)
+    assert "KL reference inherited adapter" in resumed.events[0][1]
+    assert [p["kl"] for p in resumed.points] == pytest.approx([p["kl"] for p in full.points[2:]], abs=1e-6)
+    assert resumed.points[-1]["kl"] > 0
+
+
+def test_pause_then_resume_ends_with_the_uninterrupted_adapter(model_dir, toy, tmp_path):
+    """With a KL penalty, so the resumed run must also keep its reference (the base model)."""
+    full = RecordingReporter()
+    run_grpo(grpo_job(model_dir, tmp_path / "full", toy, kl=0.1, maxSteps=6), full)
+    # The user's pause arrives with the metrics of step 3; the run stops at the next step boundary.
+    paused = RecordingReporter(stop_after_step=3, stop_with="pause")
+    first = grpo_job(model_dir, tmp_path / "paused", toy, kl=0.1, maxSteps=6)
+    result = run_grpo(first, paused)
+    assert result.paused and result.final_step == 4 and [s["step"] for s in paused.snapshots] == [4]
+    resumed = RecordingReporter()
+    second = grpo_job(model_dir, tmp_path / "paused", toy, kl=0.1, maxSteps=6,
+                      restore=Restore(what="trainingState", snapshot_dir=first.snapshot_dir(4)))
+    run_grpo(second, resumed)
+    assert [p["step"] for p in resumed.points] == [5, 6]
+    assert resumed.points[0]["handoffBytes"] == 0  # the server started with the snapshot's adapter
+    assert [p["kl"] for p in resumed.points] == pytest.approx([p["kl"] for p in full.points[4:]], abs=1e-6)
+    assert [p["reward"] for p in resumed.points] == [p["reward"] for p in full.points[4:]]
+    assert max_abs_diff(adapter_tensors(second.snapshot_dir(6)), adapter_tensors(tmp_path / "full" / "snapshots" /
+                                                                                 "step-000006")) < 1e-6
+
+
+def test_dataset_rows_of_every_format(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"prompt": "p1", "answer": "a1"},
+        {"prompt": "p2", "completion": "c2"},
+        {"messages": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "a3"}]},
+    ]) + "\n")
+    rows = load_prompt_rows(path)
+    assert [(r["prompt"], r["answer"]) for r in rows] == [
+        ("p1", "a1"), ("p2", "c2"), ([{"role": "user", "content": "q3"}], "a3")]
+    path.write_text(json.dumps({"answer": "x"}) + "\n")
+    with pytest.raises(ValidationFailed, match="line 1 has no prompt"):
+        load_prompt_rows(path)

@@ -1,0 +1,94 @@
+"""A grpo run's rewards as TRL calls them: functions over the dataset's columns, and a judge that is
+a real built-in serving process (the tiny model answers with whatever text it makes up, so some
+answers hold a number and some do not: each is scored as parse_judge_score reads it, 0 when it
+holds none, and the step's unparsable count becomes one warn event)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
+from services.trainer_worker.judges import JudgeTarget
+from shared import reasons
+from shared.load_spec import LoadSpec, model_generation_config
+from shared.rewards import ask_judge, judge_messages, parse_judge_score
+from tests.endpoint_manager.serving import ServingProcess
+from tests.trainer_worker.doubles import RecordingReporter
+
+PROMPTS = ["Add: 2 + 3", "Reverse: stone", "What is the answer?", "Say hello"] * 2
+COMPLETIONS = ["5", "enots", "yes", "hello", "6", "stone", "no", "bye"]
+ANSWERS = ["5", "enots", "yes", "hello", "5", "enots", "yes", "hello"]
+
+
+@pytest.fixture(scope="module")
+def judge(model_dir, tmp_path_factory):
+    spec = LoadSpec(model="builtin/tiny-qwen3", model_dir=str(model_dir), dtype="fp32",
+                    generation_config=model_generation_config(model_dir), batch_invariant=True,
+                    served_model_name="judge")
+    proc = ServingProcess(spec, tmp_path_factory.mktemp("judge")).start().wait_ready()
+    yield proc
+    proc.terminate()
+
+
+def call(function, step=0):
+    return function(prompts=PROMPTS, completions=COMPLETIONS, completion_ids=[[1]] * len(COMPLETIONS),
+                    answer=ANSWERS, trainer_state=SimpleNamespace(global_step=step), log_extra=None, log_metric=None)
+
+
+def test_functions_read_the_dataset_columns_and_count_their_time():
+    clock = RewardClock()
+    rewards = [{"function": "exact_match", "weight": 1.0}, {"function": "length", "target": 5, "weight": 0.1},
+               {"function": "exact_match", "weight": 2.0}]
+    functions = trl_reward_functions(rewards, registered={}, judge_address=None, reporter=None, clock=clock)
+    assert [f.__name__ for f in functions] == ["exact_match#1", "length", "exact_match#3"]
+    assert call(functions[0]) == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert call(functions[1])[0] == pytest.approx(-0.8)  # "5" is 4 characters short of 5
+    assert clock.seconds > 0
+
+
+def test_a_judge_scores_each_completion_and_reports_answers_with_no_number(judge):
+    reporter, clock = RecordingReporter(), RewardClock()
+    (function,) = trl_reward_functions([{"judge": "ep-judge", "weight": 1.0}], registered={},
+                                       judge_address=lambda name: JudgeTarget(judge.base_url, None) if name == "ep-judge" else None,
+                                       reporter=reporter, clock=clock)
+    assert function.__name__ == "judge:ep-judge"
+    scores = call(function, step=4)
+    # What the judge answers each completion (greedy, so the same again), read the same way.
+    expected = [parse_judge_score(ask_judge(judge.base_url, judge_messages(p, c, {"answer": a})))
+                for p, c, a in zip(PROMPTS, COMPLETIONS, ANSWERS)]
+    assert scores == [0.0 if e is None else e for e in expected]
+    unparsable = sum(e is None for e in expected)
+    warnings = [m for level, m in reporter.events if level == "warn"]
+    if unparsable:
+        assert warnings == [reasons.grpo_judge_unparsable("ep-judge", unparsable, 5)]
+    else:
+        assert warnings == []
+    assert clock.seconds > 0
+
+
+def test_a_judge_that_never_answers_fails_the_run_saying_so():
+    (function,) = trl_reward_functions([{"judge": "grader", "weight": 1.0}], registered={},
+                                       judge_address=lambda name: None, reporter=RecordingReporter(),
+                                       clock=RewardClock(), judge_wait_s=0.5)
+    with pytest.raises(RuntimeError) as failed:
+        call(function)
+    assert str(failed.value) == reasons.grpo_judge_unreachable("grader", 0.5, "it is not READY")
+    assert str(failed.value) == ("judge endpoint grader did not answer for 0.5s (it is not READY); "
+                                 "the run cannot score its completions")
+
+
+def test_reasons_word_for_word():
+    assert reasons.grpo_judge_unparsable("ep-j", 3, 7) == (
+        "judge endpoint ep-j answered 3 completion(s) of step 7 with no score in 0..10; they score 0")
+    assert reasons.grpo_batch_not_a_multiple(batch_size=6, generations=4) == (
+        "batchSize 6 is not a multiple of grpo.numGenerations 4; a grpo step trains on whole groups of "
+        "completions of one prompt")
+    assert reasons.grpo_batch_not_split(batch_size=4, gpus=2, accumulation=4) == (
+        "batchSize 4 does not split evenly over 2 GPU(s) x gradientAccumulation 4; a grpo run needs a multiple "
+        "of their product")
+    assert reasons.GRPO_NEEDS_REWARDS == "a grpo run needs at least one reward in grpo.rewards"
+    assert reasons.GRPO_NO_VALIDATION == (
+        "a grpo run scores no validationDataset yet; its metrics carry the reward of every step")
+    assert reasons.grpo_on_sft_run("sft") == "grpo settings apply to grpo runs, and this run's method is sft"
