@@ -1,4 +1,5 @@
-"""List paging and filters shared by every list view: ?limit, ?after, ?status, ?workload."""
+"""List paging and filters shared by every list view: ?limit, ?after, ?status, ?workload; and the
+?after=N paging of the append-only event and metric logs."""
 
 from __future__ import annotations
 
@@ -42,3 +43,14 @@ def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True) -> 
 
 def page(items: list[dict[str, Any]], cursor: str | None) -> dict[str, Any]:
     return {"items": items, "nextCursor": cursor}
+
+
+def log_page(read: Callable[[int], list[dict[str, Any]]]) -> dict[str, Any]:
+    """One page of an append-only log (events, metrics) from ?after=N (the index to start at):
+    `{items, next}`, where `next` is the index to ask for next time."""
+    raw = request.args.get("after", "0")
+    if not raw.isdigit():
+        raise ValidationFailed(f"after must be a whole number, not {raw!r}", details={"field": "after"})
+    start = int(raw)
+    items = read(start)
+    return {"items": items, "next": start + len(items)}

@@ -1,6 +1,7 @@
 """Carry out one granted evaluation claim on this node (SPEC 2.5): take the lease, load the model
 through the shared load spec, score the rows, write the per-row results, end the evaluation and
-give the GPUs back. Plain Python: `execution.execute` calls `run_evaluation` for kind "evaluation".
+give the GPUs back. Plain Python: `execution.execute` calls `evaluate` for kind "evaluation",
+holding its lease (`execution.with_lease`).
 
 The lease and fence are the run's (lease.py): an evaluation is scored in one place only, every
 write checks the fence, and a worker that is lost leaves the evaluation to the scheduler, which
@@ -75,38 +76,12 @@ class EvaluationReporter:
         return self.cancelled
 
 
-def run_evaluation(worker, evaluation_id: str, claim_id: str) -> str:
-    """Returns what happened, for the task's log."""
-    from shared import logs
+def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
+    """Score a granted evaluation while holding its lease (execution.with_lease checked the claim)."""
+    from services.trainer_worker.execution import take_devices
 
-    log = logs.get("trainer_worker").bind(node=worker.node, evaluation=evaluation_id, claim=claim_id)
-    claim = worker.claims().get(claim_id)
-    doc = worker.store.get(evaluation_id)
-    if claim is None or claim.get("state") != "GRANTED" or claim.get("resource") != evaluation_id:
-        log.warning("claim is no longer granted; nothing to do")
-        return "skipped: claim not granted"
-    if doc is None or EvaluationStatus(doc["status"]).is_terminal:
-        worker.claims().release(claim_id)
-        return "skipped: evaluation already ended"
-    lease = Lease(worker.redis, worker.keys, evaluation_id, worker.holder)
-    if not lease.acquire():
-        log.warning("evaluation is leased by another worker; not scoring it here")
-        return "skipped: leased elsewhere"
-    try:
-        return _evaluate(worker, doc, claim, lease, log)
-    finally:
-        lease.release()
-
-
-def _evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
     devices = list(claim["devices"])
-
-    def take(d: dict[str, Any]) -> dict[str, Any]:
-        d["fence"] = lease.fence
-        d["scheduling"] = {**(d.get("scheduling") or {}), "node": worker.node, "devices": devices}
-        return d
-
-    doc = worker.store.update(doc["id"], take)
+    doc = worker.store.update(doc["id"], take_devices(lease, worker.node, devices))
     reporter = EvaluationReporter(store=worker.store, evaluation=doc, lease=lease, log=log)
     reporter.event(f"worker {worker.holder} took the evaluation on {', '.join(devices)} (fence {lease.fence})")
     metrics, results, detail = None, None, None

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import socket
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from services.trainer_worker.lease import Lease, LeaseLost
 from services.trainer_worker.reporter import RunReporter
@@ -15,7 +16,7 @@ from shared.artifacts import ArtifactRoot
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
-from shared.states import RunStatus, run_transition
+from shared.states import EvaluationStatus, RunStatus, run_transition
 from shared.store import Store, connect, now_iso
 
 
@@ -39,36 +40,43 @@ class Worker:
 
 
 def execute(worker: Worker, kind: str, resource_id: str, claim_id: str) -> str:
-    """Returns what happened, for the task's log: trained, skipped (and why)."""
+    """Returns what happened, for the task's log: trained, scored, skipped (and why)."""
     if kind == "evaluation":
-        from services.trainer_worker.evaluation_job import run_evaluation
+        from services.trainer_worker.evaluation_job import evaluate
 
-        return run_evaluation(worker, resource_id, claim_id)
-    log = logs.get("trainer_worker").bind(node=worker.node, run=resource_id, claim=claim_id)
+        return with_lease(worker, kind, resource_id, claim_id, EvaluationStatus, evaluate)
     if kind != "run":
-        log.error("unknown kind of work", kind=kind)
-        return f"skipped: kind {kind} is not run by this worker yet"
+        logs.get("trainer_worker").error("unknown kind of work", kind=kind, node=worker.node, claim=claim_id)
+        return f"skipped: kind {kind} is not run by this worker"
+    return with_lease(worker, kind, resource_id, claim_id, RunStatus, _train)
+
+
+def with_lease(worker: Worker, kind: str, resource_id: str, claim_id: str, status: type[StrEnum],
+               work: Callable[..., str]) -> str:
+    """Do `work(worker, doc, claim, lease, log)` for a granted claim's run or evaluation, holding its
+    lease: skipped when the claim is no longer granted, when the resource has ended (its claim is
+    released), or when another worker holds the lease (a redelivered task: never in two places)."""
+    log = logs.get("trainer_worker").bind(node=worker.node, claim=claim_id, **{kind: resource_id})
     claim = worker.claims().get(claim_id)
-    run = worker.store.get(resource_id)
+    doc = worker.store.get(resource_id)
     if claim is None or claim.get("state") != "GRANTED" or claim.get("resource") != resource_id:
         log.warning("claim is no longer granted; nothing to do")
         return "skipped: claim not granted"
-    if run is None or RunStatus(run["status"]).is_terminal:
+    if doc is None or status(doc["status"]).is_terminal:
         worker.claims().release(claim_id)
-        return "skipped: run already ended"
-
+        return f"skipped: {kind} already ended"
     lease = Lease(worker.redis, worker.keys, resource_id, worker.holder)
     if not lease.acquire():
-        # Another worker trains this run (a redelivered task): never train in two places.
-        log.warning("run is leased by another worker; not training it here")
+        log.warning(f"{kind} is leased by another worker; not running it here")
         return "skipped: leased elsewhere"
     try:
-        return _train(worker, run, claim, lease, log)
+        return work(worker, doc, claim, lease, log)
     finally:
         lease.release()
 
 
-def _take(lease: Lease, node: str, devices: list[str]):
+def take_devices(lease: Lease, node: str, devices: list[str]):
+    """The change that stamps a run's or evaluation's document with its fence and devices."""
     def take(doc: dict[str, Any]) -> dict[str, Any]:
         doc["fence"] = lease.fence
         doc["scheduling"] = {**(doc.get("scheduling") or {}), "node": node, "devices": devices}
@@ -80,7 +88,7 @@ def _take(lease: Lease, node: str, devices: list[str]):
 def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
     run_id = run["id"]
     devices = list(claim["devices"])
-    run = worker.store.update(run_id, _take(lease, worker.node, devices))
+    run = worker.store.update(run_id, take_devices(lease, worker.node, devices))
     reporter = RunReporter(store=worker.store, artifacts=worker.artifacts, run=run, lease=lease, log=log)
     reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
     detail = None

@@ -9,7 +9,7 @@ from services.api import endpoints as service
 from services.api import proxy
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_filter
+from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
 from shared.errors import ValidationFailed
 
@@ -55,10 +55,7 @@ def stop_endpoint(endpoint_id: str):
 @bp.get("/v1/endpoints/<endpoint_id>/events")
 def endpoint_events(endpoint_id: str):
     service.get_endpoint(ctx(), endpoint_id)
-    raw = request.args.get("after", "0")
-    start = int(raw) if raw.isdigit() else 0
-    items = ctx().store.events(endpoint_id, start=start)
-    return {"items": items, "next": start + len(items)}
+    return log_page(lambda start: ctx().store.events(endpoint_id, start=start))
 
 
 @bp.get("/v1/endpoints/<endpoint_id>/logs")

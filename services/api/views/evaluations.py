@@ -7,7 +7,7 @@ from flask import Blueprint, request, send_file
 from services.api import evaluations as service
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_filter
+from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
 from shared.errors import ValidationFailed
 
@@ -52,11 +52,7 @@ def cancel_evaluation(evaluation_id: str):
 @bp.get("/v1/evaluations/<evaluation_id>/events")
 def evaluation_events(evaluation_id: str):
     service.get_evaluation(ctx(), evaluation_id)
-    raw = request.args.get("after", "0")
-    if not raw.isdigit():
-        raise ValidationFailed(f"after must be a whole number, not {raw!r}", details={"field": "after"})
-    items = ctx().store.events(evaluation_id, start=int(raw))
-    return {"items": items, "next": int(raw) + len(items)}
+    return log_page(lambda start: ctx().store.events(evaluation_id, start=start))
 
 
 @bp.get("/v1/evaluations/<evaluation_id>/rows")

@@ -7,7 +7,7 @@ from flask import Blueprint, request
 from services.api import runs as service
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_filter
+from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
 from shared.errors import ValidationFailed
 
@@ -19,13 +19,6 @@ def _json_body():
     if body is None:
         raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
     return body
-
-
-def _after() -> int:
-    raw = request.args.get("after", "0")
-    if not raw.isdigit():
-        raise ValidationFailed(f"after must be a whole number, not {raw!r}", details={"field": "after"})
-    return int(raw)
 
 
 @bp.post("/v1/runs")
@@ -63,14 +56,10 @@ def resume_run(run_id: str):
 @bp.get("/v1/runs/<run_id>/events")
 def run_events(run_id: str):
     service.get_run(ctx(), run_id)
-    start = _after()
-    items = ctx().store.events(run_id, start=start)
-    return {"items": items, "next": start + len(items)}
+    return log_page(lambda start: ctx().store.events(run_id, start=start))
 
 
 @bp.get("/v1/runs/<run_id>/metrics")
 def run_metrics(run_id: str):
     service.get_run(ctx(), run_id)
-    start = _after()
-    items = ctx().store.metrics(run_id, start=start)
-    return {"items": items, "next": start + len(items)}
+    return log_page(lambda start: ctx().store.metrics(run_id, start=start))

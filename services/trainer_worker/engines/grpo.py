@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult, per_device_batch_size
+from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult
 from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from services.trainer_worker.engines.sft import (
@@ -43,8 +43,8 @@ from services.trainer_worker.engines.sft import (
     _inherited_model,
     _lora_config,
     _restore_phrase,
-    _save_steps,
     plan_restore,
+    trainer_arguments,
 )
 from shared import reasons
 from shared.errors import ValidationFailed
@@ -94,45 +94,19 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
 
 
 def grpo_config(job: TrainingJob):
-    """The TRL GRPOConfig this job trains with, derived from the plan alone."""
+    """The TRL GRPOConfig this job trains with, derived from the plan alone: the arguments every
+    engine shares (sft.trainer_arguments; on several devices each rank has its own rollout
+    server) and GRPO's own."""
     from trl import GRPOConfig
 
-    plan = job.plan
-    hp = plan.get("hyperparameters") or {}
-    grpo = plan.get("grpo") or {}
-    precision = plan.get("precision", "fp32")
-    on_cpu = job.devices[0].startswith("cpu")
-    accumulation = int(hp.get("gradientAccumulation") or 1)
+    grpo = job.plan.get("grpo") or {}
     return GRPOConfig(
-        output_dir=str(job.work_dir / "hf"),
-        per_device_train_batch_size=per_device_batch_size(
-            global_batch=int(hp.get("batchSize") or 8), devices=len(job.devices), gradient_accumulation=accumulation
-        ),
-        gradient_accumulation_steps=accumulation,
-        learning_rate=float(hp.get("learningRate") or 2e-4),
-        max_steps=int(hp.get("maxSteps") or -1),
-        num_train_epochs=float(hp.get("epochs") or 1),
-        warmup_steps=int(hp.get("warmupSteps") or 0),
-        seed=int(hp.get("seed") if hp.get("seed") is not None else 42),
+        **trainer_arguments(job),
         num_generations=int(grpo.get("numGenerations") or 4),
         max_completion_length=int(grpo.get("maxCompletionLength") or 64),
         temperature=float(grpo.get("temperature") if grpo.get("temperature") is not None else 1.0),
         beta=float(grpo.get("klPenalty") or 0.0),
         reward_weights=[float(r.get("weight", 1.0)) for r in grpo.get("rewards") or []],
-        bf16=precision == "bf16",
-        fp16=precision == "fp16",
-        use_cpu=on_cpu,
-        activation_checkpointing=not on_cpu,  # a CPU run's models are small; recomputation only slows it
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=_save_steps(plan),
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        # Several devices (engines.distributed starts one process each, each with its own rollout
-        # server): gloo between CPU slots, NCCL between GPUs.
-        ddp_backend=("gloo" if on_cpu else "nccl") if len(job.devices) > 1 else None,
-        ddp_find_unused_parameters=False if len(job.devices) > 1 else None,
     )
 
 
@@ -360,7 +334,6 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     hf_logging.disable_progress_bar()
 
     plan = job.plan
-    grpo = plan["grpo"]
     rewards = _check(job)
     restored: RestorePlan | None = plan_restore(job)
     args = grpo_config(job)

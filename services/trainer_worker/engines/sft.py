@@ -275,32 +275,25 @@ def _inherited_model(model, restored: RestorePlan, plan: dict, reporter: Reporte
     return PeftModel.from_pretrained(model, str(restored.adapter_dir), is_trainable=True)
 
 
-def sft_config(job: TrainingJob):
-    """The TRL SFTConfig this job trains with, derived from the plan alone."""
-    from trl import SFTConfig
-
+def trainer_arguments(job: TrainingJob) -> dict[str, Any]:
+    """The HF TrainingArguments every engine derives from the plan alone (SFT and GRPO alike):
+    the global batch split over devices, the schedule, precision, snapshot interval, DDP backend."""
     plan = job.plan
     hp = plan.get("hyperparameters") or {}
     precision = plan.get("precision", "fp32")
     on_cpu = job.devices[0].startswith("cpu")
     accumulation = int(hp.get("gradientAccumulation") or 1)
-    return SFTConfig(
+    return dict(
         output_dir=str(job.work_dir / "hf"),
         per_device_train_batch_size=per_device_batch_size(
             global_batch=int(hp.get("batchSize") or 8), devices=len(job.devices), gradient_accumulation=accumulation
         ),
-        # Validation passes (validationDataset): the same micro-batch, loss only (no logits kept).
-        per_device_eval_batch_size=per_device_batch_size(
-            global_batch=int(hp.get("batchSize") or 8), devices=len(job.devices), gradient_accumulation=accumulation
-        ),
-        prediction_loss_only=True,
         gradient_accumulation_steps=accumulation,
         learning_rate=float(hp.get("learningRate") or 2e-4),
         max_steps=int(hp.get("maxSteps") or -1),
         num_train_epochs=float(hp.get("epochs") or 1),
         warmup_steps=int(hp.get("warmupSteps") or 0),
         seed=int(hp.get("seed") if hp.get("seed") is not None else 42),
-        max_length=int(hp.get("maxSeqLength") or 1024),
         bf16=precision == "bf16",
         fp16=precision == "fp16",
         use_cpu=on_cpu,
@@ -308,15 +301,30 @@ def sft_config(job: TrainingJob):
         logging_steps=1,
         save_strategy="steps",
         save_steps=_save_steps(plan),
-        include_num_input_tokens_seen="non_padding",
         report_to="none",
         disable_tqdm=True,
         dataloader_num_workers=0,
-        packing=False,
         # Several devices (engines.distributed starts one process each): gloo between CPU slots,
         # NCCL between GPUs. Every LoRA parameter takes part in each step.
         ddp_backend=("gloo" if on_cpu else "nccl") if len(job.devices) > 1 else None,
         ddp_find_unused_parameters=False if len(job.devices) > 1 else None,
+    )
+
+
+def sft_config(job: TrainingJob):
+    """The TRL SFTConfig this job trains with, derived from the plan alone."""
+    from trl import SFTConfig
+
+    common = trainer_arguments(job)
+    hp = job.plan.get("hyperparameters") or {}
+    return SFTConfig(
+        **common,
+        # Validation passes (validationDataset): the same micro-batch, loss only (no logits kept).
+        per_device_eval_batch_size=common["per_device_train_batch_size"],
+        prediction_loss_only=True,
+        max_length=int(hp.get("maxSeqLength") or 1024),
+        include_num_input_tokens_seen="non_padding",
+        packing=False,
     )
 
 
