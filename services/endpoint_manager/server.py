@@ -115,4 +115,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave without interpreter finalization: request threads (daemons) may still be writing their
+    # log line to stderr, and a daemon thread that holds stderr's lock while the interpreter
+    # finalizes makes CPython abort (SIGABRT) instead of exiting with the code main returned.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
