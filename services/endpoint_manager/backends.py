@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,12 @@ class BuiltinBackend:
                 env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU grant never touches a GPU another claim holds
+            # Between requests torch's OpenMP threads sleep instead of spinning: a spinning pool
+            # holds the cores the API, the manager and other serving processes need (measured:
+            # direct p90 18.4 -> 7.7 ms, proxied added p90 13.3 -> 3.6 ms; docs/endpoints-benchmark.md).
+            # An operator's own OMP_WAIT_POLICY (in the manager's environment) is kept.
+            if "OMP_WAIT_POLICY" not in os.environ:
+                env["OMP_WAIT_POLICY"] = "PASSIVE"
         return argv, env
 
 

@@ -23,7 +23,7 @@ def test_builtin_command():
                                                           endpoint_id="ep-1")
     assert argv == [sys.executable, "-m", "services.endpoint_manager.server", "--host", "127.0.0.1", "--port", "8123",
                     "--load-spec", "/w/spec.json", "--endpoint-id", "ep-1"]
-    assert env == {"CUDA_VISIBLE_DEVICES": ""}
+    assert env == {"CUDA_VISIBLE_DEVICES": "", "OMP_WAIT_POLICY": "PASSIVE"}
     _, cuda_env = BuiltinBackend(devices=["cuda:2"]).command(SPEC, port=1, spec_path=Path("s"))
     assert cuda_env == {"CUDA_VISIBLE_DEVICES": "2", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
 
