@@ -287,6 +287,11 @@ def evaluation_judge_ended(judge: str, phase: str) -> str:
     return f"judge endpoint {judge} is {phase}; start another endpoint to judge with"
 
 
+def evaluation_waits_for_judge(judge: str, phase: str, wait_s: float) -> str:
+    """Event of an evaluation whose judge endpoint is not READY yet when scoring would begin."""
+    return f"waiting up to {wait_s:.0f}s for judge endpoint {judge} ({phase}) to be READY"
+
+
 def evaluation_judge_not_ready(judge: str, phase: str) -> str:
     """Detail of an evaluation whose judge was not answering when its scoring began."""
     return f"judge endpoint {judge} is {phase}; an evaluation scores with a judge only while it is READY"

@@ -30,6 +30,11 @@ def rows_path(evaluation_id: str) -> Path:
     return Path("evaluations") / evaluation_id / "rows.jsonl"
 
 
+# How long an evaluation waits for its judge endpoint to become READY, and how often it looks.
+JUDGE_WAIT_S = 120.0
+JUDGE_POLL_S = 0.5
+
+
 class EvaluationReporter:
     """Fenced writes to one evaluation document, its events, progress and cancel requests."""
 
@@ -131,17 +136,30 @@ def _device(worker, devices: list[str]) -> str:
     return "cpu"
 
 
-def _judge(worker, judge_id: str | None):
-    """`(prompt, completion, row) -> answer` asking the judge endpoint, or None without one. The
-    judge must be READY when scoring begins (its address is read then)."""
+def _judge(worker, judge_id: str | None, reporter: EvaluationReporter):
+    """`(prompt, completion, row) -> answer` asking the judge endpoint, or None without one.
+
+    A judge still QUEUED or STARTING (created together with the evaluation, or restarting after a
+    lost process) is waited for, up to JUDGE_WAIT_S; one that has ended or does not exist, or is
+    not READY by then, fails the evaluation with its sentence. Its address is read once it is READY.
+    """
     if not judge_id:
         return None
     from shared import rewards
 
-    endpoint = worker.store.get(judge_id) or {}
-    phase = endpoint.get("phase") or "gone"
-    if phase != "READY" or not endpoint.get("address"):
-        raise JudgeNotReady(reasons.evaluation_judge_not_ready(judge_id, phase))
+    deadline = time.monotonic() + JUDGE_WAIT_S
+    announced = False
+    while True:
+        endpoint = worker.store.get(judge_id) or {}
+        phase = endpoint.get("phase") or "gone"
+        if phase == "READY" and endpoint.get("address"):
+            break
+        if phase not in ("QUEUED", "STARTING", "READY") or time.monotonic() >= deadline or reporter.should_stop():
+            raise JudgeNotReady(reasons.evaluation_judge_not_ready(judge_id, phase))
+        if not announced:
+            reporter.event(reasons.evaluation_waits_for_judge(judge_id, phase, JUDGE_WAIT_S))
+            announced = True
+        time.sleep(JUDGE_POLL_S)
     address = endpoint["address"].rstrip("/")
     model = endpoint.get("adapterName") or endpoint.get("servedModel")
 
@@ -170,7 +188,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     from shared.load_spec import load_model, load_spec_for
 
     try:
-        judge = _judge(worker, doc.get("judge"))
+        judge = _judge(worker, doc.get("judge"), reporter)
     except JudgeNotReady as exc:
         reporter.event(str(exc), level="error")
         return EvaluationStatus.FAILED, None, None, str(exc)

@@ -19,6 +19,9 @@ def test_evaluation_sentences():
         "judge endpoint ep-1 is FAILED; start another endpoint to judge with")
     assert reasons.evaluation_judge_not_ready("ep-1", "QUEUED") == (
         "judge endpoint ep-1 is QUEUED; an evaluation scores with a judge only while it is READY")
+    assert reasons.evaluation_waits_for_judge("ep-1", "STARTING", 120.0) == (
+        "waiting up to 120s for judge endpoint ep-1 (STARTING) to be READY")
+    assert reasons.comparison_ended("cmp-1", "CANCELLED") == "comparison cmp-1 has already ended (CANCELLED)"
     assert reasons.evaluation_judge_unparsable(3, "ep-1") == (
         "judge endpoint ep-1 answered 3 row(s) with no score; those rows have no judge score")
     assert reasons.evaluation_failed("OSError: disk") == "evaluation failed: OSError: disk"

@@ -6,10 +6,13 @@ a cancel before it starts). Success and cancel while running: tests/e2e/test_eva
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 from services.scheduler.queue import ClaimQueue
+from services.trainer_worker import evaluation_job
 from services.trainer_worker.execution import Worker, execute
 from shared.ids import Kind, new_id
 from tests.conftest import mark_nodes_alive
@@ -57,7 +60,8 @@ def test_a_claim_no_longer_granted_or_leased_elsewhere_is_skipped(worker, grante
     assert worker.store.get(evaluation_id)["status"] == "STARTING"
 
 
-def test_a_judge_that_is_not_ready_fails_it_with_its_sentence(worker, granted):
+def test_a_judge_that_is_not_ready_in_time_fails_it_with_its_sentence(worker, granted, monkeypatch):
+    monkeypatch.setattr(evaluation_job, "JUDGE_WAIT_S", 1.0)
     judge = new_id(Kind.ENDPOINT)
     worker.store.create({"id": judge, "kind": "endpoint", "workload": "endpoints", "phase": "STARTING",
                          "address": None})
@@ -66,8 +70,22 @@ def test_a_judge_that_is_not_ready_fails_it_with_its_sentence(worker, granted):
     doc = worker.store.get(evaluation_id)
     assert doc["detail"] == (f"judge endpoint {judge} is STARTING; an evaluation scores with a judge only while "
                              "it is READY")
+    messages = [e["message"] for e in worker.store.events(evaluation_id)]
+    assert f"waiting up to 1s for judge endpoint {judge} (STARTING) to be READY" in messages
     assert doc["finishedAt"] and worker.claims().get(claim["id"])["state"] == "RELEASED"
     assert not worker.redis.exists(worker.keys.lease(evaluation_id))
+
+
+def test_a_judge_that_has_ended_fails_it_without_waiting(worker, granted):
+    judge = new_id(Kind.ENDPOINT)
+    worker.store.create({"id": judge, "kind": "endpoint", "workload": "endpoints", "phase": "TERMINATED",
+                         "address": None})
+    evaluation_id, claim = granted(judge=judge)
+    started = time.monotonic()
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "FAILED"
+    assert time.monotonic() - started < evaluation_job.JUDGE_WAIT_S / 2
+    assert worker.store.get(evaluation_id)["detail"] == (
+        f"judge endpoint {judge} is TERMINATED; an evaluation scores with a judge only while it is READY")
 
 
 def test_a_scoring_error_fails_it_and_the_worker_lives_on(worker, granted):
@@ -109,10 +127,15 @@ def test_a_ready_judge_endpoint_is_asked_for_every_row(worker, granted, tmp_path
                          served_model_name=judge)
     server = ServingProcess(spec, tmp_path).start().wait_ready(timeout_s=120)
     try:
-        worker.store.create({"id": judge, "kind": "endpoint", "workload": "endpoints", "phase": "READY",
-                             "address": server.base_url, "servedModel": judge, "adapterName": None})
+        # Created STARTING: the evaluation waits for it, and scores once it is READY.
+        worker.store.create({"id": judge, "kind": "endpoint", "workload": "endpoints", "phase": "STARTING",
+                             "address": None, "servedModel": judge, "adapterName": None})
         evaluation_id, claim = granted(judge=judge)
+        ready = threading.Timer(1.0, lambda: worker.store.update(
+            judge, lambda d: {**d, "phase": "READY", "address": server.base_url}))
+        ready.start()
         assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "SUCCEEDED"
+        ready.join()
     finally:
         server.terminate()
     doc = worker.store.get(evaluation_id)
