@@ -115,3 +115,20 @@ def test_runs_delete_cancels(training, api):
     result = training("runs", "delete", run["id"])
     assert result.exit_code == 0
     assert result.output.strip() == f"run {run['id']}: CANCELLED (cancelled by the user)"
+
+
+def test_watch_and_get_show_reward_and_validation_loss_when_a_run_has_them():
+    """A grpo run's progress carries `reward`; a run with a validation dataset `validationLoss`."""
+    from rich.console import Console
+
+    from training_cli import tables
+    from training_cli.watch import _fields
+
+    run = {"status": "RUNNING", "progress": {"step": 3, "totalSteps": 6, "loss": 0.1694, "reward": -0.0667,
+                                             "validationLoss": 2.5, "tokensPerSecond": 1000.0, "etaSeconds": 2}}
+    assert _fields(run)["loss"] == "0.1694 reward -0.0667"
+    assert _fields({**run, "progress": {**run["progress"], "reward": None}})["loss"] == "0.1694"
+    console = Console(width=200, record=True)
+    console.print(tables.run({**run, "id": "run-1", "plan": {"method": "grpo"}}))
+    shown = console.export_text()
+    assert "Reward" in shown and "-0.0667" in shown and "Validation loss" in shown and "2.5" in shown
