@@ -10,6 +10,7 @@ from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of, snapshot_for
+from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
@@ -75,16 +76,8 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
     })
     if spec["name"]:
         context.redis.set(context.keys.endpoint_name(spec["name"]), endpoint_id)
-    # The event first: once submitted, the scheduler may grant (and log it) at once.
-    context.store.add_event(endpoint_id, f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
-    claim = claims.submit(kind="endpoint", resource_id=endpoint_id, pool=pool_name, gpus=spec["gpus"],
-                          workload=workload, model=spec["model"])
-
-    def attach(d: dict[str, Any]) -> dict[str, Any]:
-        d["scheduling"] = {**d["scheduling"], "claim": claim["id"]}
-        return d
-
-    return context.store.update(doc["id"], attach)
+    return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"],
+                             event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
 
 def get_endpoint(context: Context, endpoint_id: str) -> dict[str, Any]:

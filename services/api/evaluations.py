@@ -9,6 +9,7 @@ from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of
+from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
@@ -82,16 +83,8 @@ def create_evaluation(context: Context, *, body: Any, who: Principal, comparison
         "cancelRequested": False, "attempts": 0, "startedAt": None, "finishedAt": None,
         "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": [], "position": None},
     })
-    # The event first: once submitted, the scheduler may grant (and log it) at once.
-    context.store.add_event(evaluation_id, f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
-    claim = claims.submit(kind="evaluation", resource_id=evaluation_id, pool=pool_name, gpus=spec["gpus"],
-                          workload=workload, model=spec["model"])
-
-    def attach(d: dict[str, Any]) -> dict[str, Any]:
-        d["scheduling"] = {**d["scheduling"], "claim": claim["id"]}
-        return d
-
-    return context.store.update(doc["id"], attach)
+    return queue_for_devices(context, doc, kind="evaluation", claims=claims, model=spec["model"],
+                             event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
 
 def get_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:

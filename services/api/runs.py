@@ -6,6 +6,7 @@ from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import check_engine, check_restore
+from services.api.claims import queue_for_devices
 from services.api.context import Context
 from services.api.grpo_plans import check_grpo_plan
 from shared import reasons
@@ -79,7 +80,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "validationDatasetDigest": validation["digest"] if validation else None,
         "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
-        "scheduling": None,
+        "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": [], "position": None},
         "snapshots": [],
         "latestSnapshot": None,
         "cancelRequested": False,
@@ -90,19 +91,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "startedAt": None,
         "finishedAt": None,
     })
-    # The event first: once submitted, the scheduler may grant (and log it) at once.
-    context.store.add_event(run["id"], f"queued in pool {pool_name} for {gpus} GPU(s); engine {spec.name}")
-    claim = context.claims().submit(kind="run", resource_id=run["id"], pool=pool_name, gpus=gpus,
-                                    workload=workload)
-
-    def attach(doc: dict[str, Any]) -> dict[str, Any]:
-        doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": claim["id"], "pool": pool_name}
-        doc["scheduling"].setdefault("node", None)
-        doc["scheduling"].setdefault("devices", [])
-        doc["scheduling"].setdefault("position", None)
-        return doc
-
-    return context.store.update(run["id"], attach)
+    return queue_for_devices(context, run, kind="run",
+                             event=f"queued in pool {pool_name} for {gpus} GPU(s); engine {spec.name}")
 
 
 def get_run(context: Context, run_id: str) -> dict[str, Any]:
@@ -163,14 +153,6 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
         doc["scheduling"] = {**(doc.get("scheduling") or {}), "node": None, "devices": []}
         return doc
 
-    context.store.update(run_id, requeue)
-    # The event first: once submitted, the scheduler may grant (and log it) at once.
-    context.store.add_event(run_id, f"resumed by the user; queued in pool {run['pool']} for {run['gpus']} GPU(s)")
-    claim = context.claims().submit(kind="run", resource_id=run_id, pool=run["pool"], gpus=run["gpus"],
-                                    workload=run["workload"])
-
-    def attach(doc: dict[str, Any]) -> dict[str, Any]:
-        doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": claim["id"]}
-        return doc
-
-    return context.store.update(run_id, attach)
+    run = context.store.update(run_id, requeue)
+    return queue_for_devices(context, run, kind="run",
+                             event=f"resumed by the user; queued in pool {run['pool']} for {run['gpus']} GPU(s)")
