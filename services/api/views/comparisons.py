@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint
 
 from services.api import comparisons as service
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
-from shared.errors import ValidationFailed
+from services.api.views import json_object_body
 
 bp = Blueprint("comparisons", __name__)
 
@@ -16,10 +16,7 @@ bp = Blueprint("comparisons", __name__)
 def create_comparison():
     from services.api.auth import principal
 
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
-    return service.create_comparison(ctx(), body=body, who=principal()), 201
+    return service.create_comparison(ctx(), body=json_object_body(), who=principal()), 201
 
 
 @bp.get("/v1/comparisons")

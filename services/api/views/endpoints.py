@@ -11,16 +11,9 @@ from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
-from shared.errors import ValidationFailed
+from services.api.views import json_object_body
 
 bp = Blueprint("endpoints", __name__)
-
-
-def _json_body() -> dict:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
-    return body
 
 
 def _shown(docs: list[dict]) -> list[dict]:
@@ -29,7 +22,7 @@ def _shown(docs: list[dict]) -> list[dict]:
 
 @bp.post("/v1/endpoints")
 def create_endpoint():
-    return _shown([service.create_endpoint(ctx(), body=_json_body(), who=principal())])[0], 201
+    return _shown([service.create_endpoint(ctx(), body=json_object_body(), who=principal())])[0], 201
 
 
 @bp.get("/v1/endpoints")
@@ -65,12 +58,12 @@ def endpoint_logs(endpoint_id: str):
 
 @bp.post("/v1/chat/completions")
 def chat_completions():
-    return proxy.forward(ctx(), path="/v1/chat/completions", body=_json_body(), who=principal())
+    return proxy.forward(ctx(), path="/v1/chat/completions", body=json_object_body(), who=principal())
 
 
 @bp.post("/v1/completions")
 def completions():
-    return proxy.forward(ctx(), path="/v1/completions", body=_json_body(), who=principal())
+    return proxy.forward(ctx(), path="/v1/completions", body=json_object_body(), who=principal())
 
 
 @bp.get("/v1/models")

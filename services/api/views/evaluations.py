@@ -9,16 +9,9 @@ from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
-from shared.errors import ValidationFailed
+from services.api.views import json_object_body
 
 bp = Blueprint("evaluations", __name__)
-
-
-def _json_body() -> dict:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
-    return body
 
 
 def _shown(docs: list[dict]) -> list[dict]:
@@ -27,7 +20,7 @@ def _shown(docs: list[dict]) -> list[dict]:
 
 @bp.post("/v1/evaluations")
 def create_evaluation():
-    return _shown([service.create_evaluation(ctx(), body=_json_body(), who=principal())])[0], 201
+    return _shown([service.create_evaluation(ctx(), body=json_object_body(), who=principal())])[0], 201
 
 
 @bp.get("/v1/evaluations")

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint
 
 from services.api import runs as service
 from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
-from shared.errors import ValidationFailed
+from services.api.views import json_object_body
 
 bp = Blueprint("runs", __name__)
 
 
-def _json_body():
-    body = request.get_json(silent=True)
-    if body is None:
-        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
-    return body
-
-
 @bp.post("/v1/runs")
 def create_run():
-    return service.create_run(ctx(), body=_json_body(), who=principal()), 201
+    return service.create_run(ctx(), body=json_object_body(), who=principal()), 201
 
 
 @bp.get("/v1/runs")
