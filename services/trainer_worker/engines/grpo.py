@@ -27,7 +27,6 @@ prompts, each sampled `numGenerations` times), as TRL counts it.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,17 +37,14 @@ from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from services.trainer_worker.engines.sft import (
     ReporterCallback,
-    RestorePlan,
-    _device,
-    _inherited_model,
     _lora_config,
     _restore_phrase,
-    plan_restore,
+    finish_training,
+    load_for_training,
     trainer_arguments,
 )
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.models import load_causal_lm, load_tokenizer
 from shared.rewards import check_rewards
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
@@ -335,12 +331,8 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
 
     plan = job.plan
     rewards = _check(job)
-    restored: RestorePlan | None = plan_restore(job)
+    restored, tokenizer, model = load_for_training(job, reporter)
     args = grpo_config(job)
-    tokenizer = load_tokenizer(job.model_dir)
-    model = load_causal_lm(job.model_dir, plan.get("precision", "fp32"), device=_device(job))
-    if restored is not None:
-        model = _inherited_model(model, restored, plan, reporter)
     dataset = Dataset.from_list(load_prompt_rows(job.dataset_path))
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
 
@@ -383,13 +375,4 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
         trainer.train(resume_from_checkpoint=str(restored.checkpoint) if restored and restored.checkpoint else None)
     finally:
         server.stop()
-    if restored is not None and restored.checkpoint is not None and job.work_dir in restored.checkpoint.parents:
-        shutil.rmtree(restored.checkpoint, ignore_errors=True)
-    losses = callback.losses
-    return TrainingResult(
-        final_step=trainer.state.global_step,
-        first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None,
-        stopped_early=callback.stopped_early,
-        paused=callback.paused,
-    )
+    return finish_training(job, restored, trainer, callback)

@@ -334,6 +334,32 @@ def _device(job: TrainingJob) -> str:
     return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
 
 
+def load_for_training(job: TrainingJob, reporter: Reporter):
+    """(restored, tokenizer, model): what the job restores, checked, and the base model in the plan's
+    precision on this process's device, with the inherited adapter when it restores one."""
+    plan = job.plan
+    restored = plan_restore(job)
+    tokenizer = load_tokenizer(job.model_dir)
+    model = load_causal_lm(job.model_dir, plan.get("precision", "fp32"), device=_device(job))
+    if restored is not None:
+        model = _inherited_model(model, restored, plan, reporter)
+    return restored, tokenizer, model
+
+
+def finish_training(job: TrainingJob, restored: RestorePlan | None, trainer, callback: ReporterCallback) -> TrainingResult:
+    """Drop the checkpoint rebuilt for a restore (the snapshot stays) and say how training went."""
+    if restored is not None and restored.checkpoint is not None and job.work_dir in restored.checkpoint.parents:
+        shutil.rmtree(restored.checkpoint, ignore_errors=True)
+    losses = callback.losses
+    return TrainingResult(
+        final_step=trainer.state.global_step,
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        stopped_early=callback.stopped_early,
+        paused=callback.paused,
+    )
+
+
 def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     """Train a LoRA adapter by supervised fine-tuning; snapshots land under job.snapshots_dir."""
     from datasets import Dataset
@@ -355,12 +381,8 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
             f"gradientAccumulation {accumulation}; the global batch is rounded down",
             level="warn",
         )
-    restored = plan_restore(job)
+    restored, tokenizer, model = load_for_training(job, reporter)
     args = sft_config(job)
-    tokenizer = load_tokenizer(job.model_dir)
-    model = load_causal_lm(job.model_dir, plan.get("precision", "fp32"), device=_device(job))
-    if restored is not None:
-        model = _inherited_model(model, restored, plan, reporter)
     dataset = Dataset.from_list(load_rows(job.dataset_path))
     validation = Dataset.from_list(load_rows(job.validation_path)) if job.validation_path else None
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
@@ -382,16 +404,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         + _restore_phrase(job, restored)
     )
     trainer.train(resume_from_checkpoint=str(restored.checkpoint) if restored and restored.checkpoint else None)
-    if restored is not None and restored.checkpoint is not None and job.work_dir in restored.checkpoint.parents:
-        shutil.rmtree(restored.checkpoint, ignore_errors=True)  # a rebuilt copy; the snapshot stays
-    losses = callback.losses
-    return TrainingResult(
-        final_step=trainer.state.global_step,
-        first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None,
-        stopped_early=callback.stopped_early,
-        paused=callback.paused,
-    )
+    return finish_training(job, restored, trainer, callback)
 
 
 def _restore_phrase(job: TrainingJob, restored: RestorePlan | None) -> str:
