@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from services.trainer_worker.lease import Lease, LeaseLost
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from shared import reasons
 from shared.states import EvaluationStatus, evaluation_transition
 from shared.store import now_iso
@@ -46,14 +46,7 @@ class EvaluationReporter:
         self.cancelled = False
 
     def update(self, change) -> dict[str, Any]:
-        def fenced(doc: dict[str, Any]):
-            if doc.get("fence") != self.lease.fence:
-                raise LeaseLost(f"evaluation {self.id} now belongs to fence {doc.get('fence')}")
-            return change(doc)
-
-        if self.lease.lost.is_set():
-            raise LeaseLost(f"lease of evaluation {self.id} expired")
-        return self.store.update(self.id, fenced)
+        return fenced_update(self.store, self.lease, "evaluation", change)
 
     def event(self, message: str, level: str = "info") -> None:
         self.store.add_event(self.id, message, level=level)

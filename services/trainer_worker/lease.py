@@ -39,6 +39,7 @@ class LeaseLost(Exception):
 class Lease:
     def __init__(self, client: redis.Redis, keys: Keys, resource_id: str, holder: str):
         self.redis = client
+        self.resource_id = resource_id
         self.key = keys.lease(resource_id)
         self.fence_key = keys.fence(resource_id)
         self.token = f"{holder}:{secrets.token_hex(6)}"
@@ -72,3 +73,18 @@ class Lease:
             self.redis.eval(_RELEASE, 1, self.key, self.token)
         except redis.RedisError:
             pass  # it expires on its own
+
+
+def fenced_update(store, lease: Lease, kind: str, change):
+    """`store.update` of the leased resource that writes only while this worker still holds it: a
+    lost lease, or a document stamped with a newer fence, raises LeaseLost and writes nothing."""
+    resource_id = lease.resource_id
+
+    def fenced(doc):
+        if doc.get("fence") != lease.fence:
+            raise LeaseLost(f"{kind} {resource_id} now belongs to fence {doc.get('fence')}")
+        return change(doc)
+
+    if lease.lost.is_set():
+        raise LeaseLost(f"lease of {kind} {resource_id} expired")
+    return store.update(resource_id, fenced)

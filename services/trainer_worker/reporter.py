@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from services.trainer_worker.lease import Lease, LeaseLost
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
 from shared.states import RunStatus, run_transition
@@ -39,14 +39,7 @@ class RunReporter:
 
     # --- fenced writes
     def update_run(self, change) -> dict[str, Any]:
-        def fenced(doc: dict[str, Any]):
-            if doc.get("fence") != self.lease.fence:
-                raise LeaseLost(f"run {self.run_id} now belongs to fence {doc.get('fence')}")
-            return change(doc)
-
-        if self.lease.lost.is_set():
-            raise LeaseLost(f"lease of run {self.run_id} expired")
-        return self.store.update(self.run_id, fenced)
+        return fenced_update(self.store, self.lease, "run", change)
 
     # --- engines.base.Reporter
     def started(self, *, total_steps: int) -> None:
