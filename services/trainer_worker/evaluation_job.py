@@ -11,7 +11,6 @@ queues it again (services/scheduler/lost.py); it then scores every row again.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -115,20 +114,6 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
     return outcome.value
 
 
-def _device(worker, devices: list[str]) -> str:
-    cuda = [d.split(":", 1)[1] for d in devices if d.startswith("cuda:")]
-    if cuda:
-        # A fresh child per task that has not touched CUDA yet: only the granted GPUs are visible.
-        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(cuda)
-        return "cuda"
-    import torch
-
-    node = worker.config.node(worker.node)
-    if node is not None and node.device_kind == "cpu":
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // node.device_count))
-    return "cpu"
-
-
 def _judge(worker, judge_id: str | None, reporter: EvaluationReporter):
     """`(prompt, completion, row) -> answer` asking the judge endpoint, or None without one.
 
@@ -178,6 +163,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     """Returns (outcome, metrics, results, detail)."""
     from services.endpoint_manager.generation import Generator
     from services.trainer_worker.engines.evaluate import score
+    from services.trainer_worker.execution import use_granted_devices
     from shared.load_spec import load_model, load_spec_for
 
     try:
@@ -192,7 +178,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
         adapters = {snap["id"]: str(worker.artifacts.path(snap["path"], weights.get("path", "adapter")))}
     # The same load spec an endpoint over this model and adapter gets (endpoint_manager/manager.py).
     spec = load_spec_for(entry=worker.catalog.raw(doc["model"]), artifacts=worker.artifacts, adapters=adapters,
-                         served_model_name=doc["id"], device=_device(worker, devices))
+                         served_model_name=doc["id"], device=use_granted_devices(worker, devices))
     model, tokenizer = load_model(spec)
     generator = Generator(model, tokenizer, spec)
     model_name = next(iter(spec.adapters), spec.served_model_name)

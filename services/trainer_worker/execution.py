@@ -152,23 +152,32 @@ def restore_for(worker: Worker, run: dict[str, Any]):
     return None
 
 
-def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
+def use_granted_devices(worker: Worker, devices: list[str]) -> str:
+    """Make this task's process use only its granted devices; returns "cuda" or "cpu".
+
+    The child process is fresh per task (max-tasks-per-child 1) and has not touched CUDA yet: only
+    the granted GPUs are exposed, which the work then sees as cuda:0..N-1. CPU slots share the
+    node's cores evenly, so two tasks side by side don't fight.
+    """
     cuda = [d.split(":", 1)[1] for d in devices if d.startswith("cuda:")]
     if cuda:
-        # The child process is fresh per task (max-tasks-per-child 1) and has not touched CUDA
-        # yet: expose only the granted GPUs, which the engine then sees as cuda:0..N-1.
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(cuda)
+        return "cuda"
     import torch
 
+    node = worker.config.node(worker.node)
+    if node is not None and node.device_kind == "cpu":
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // node.device_count))
+    return "cpu"
+
+
+def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
+    use_granted_devices(worker, devices)
     from services.trainer_worker.engines.base import TrainingJob
     from services.trainer_worker.engines import train
     from services.trainer_worker.judges import JudgeAddresses
     from shared.models import model_dir_for
 
-    node = worker.config.node(worker.node)
-    if node is not None and node.device_kind == "cpu":
-        # CPU slots share the node's cores evenly, so two runs side by side don't fight.
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // node.device_count))
     plan = run["plan"]
     model_dir = model_dir_for(worker.catalog.raw(plan["model"]), worker.artifacts)
     job = TrainingJob(
