@@ -14,29 +14,12 @@ from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
+from shared.endpoint_names import find_endpoint, live_named
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.states import EndpointPhase, endpoint_transition
 from shared.store import now_iso
-
-
-def _is_live_named(doc: dict[str, Any] | None, name: str) -> bool:
-    return bool(doc) and doc.get("kind") == "endpoint" and doc.get("name") == name and not EndpointPhase(
-        doc["phase"]).is_terminal
-
-
-def _live_named(context: Context, name: str) -> dict[str, Any] | None:
-    """The live endpoint with this name. The `endpoint-name:NAME` key written at creation finds it
-    with one read (the proxy does this per request); the key is only a hint, checked against the
-    document, and the index scan answers when it is missing or stale."""
-    hinted = context.redis.get(context.keys.endpoint_name(name))
-    if hinted:
-        doc = context.store.get(hinted.decode() if isinstance(hinted, bytes) else hinted)
-        if _is_live_named(doc, name):
-            return doc
-    found, _ = context.store.list("ep", where=lambda d: _is_live_named(d, name), limit=1)
-    return found[0] if found else None
 
 
 def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
@@ -55,7 +38,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
             raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap.get("model"),
                                                            plan_model=spec["model"]), details={"field": "snapshot"})
     if spec["name"]:
-        taken = _live_named(context, spec["name"])
+        taken = live_named(context.store, spec["name"])
         if taken:
             raise Conflict(reasons.endpoint_name_taken(spec["name"], taken["id"], taken["phase"]),
                            details={"field": "name", "endpoint": taken["id"]})
@@ -166,7 +149,7 @@ def endpoint_for_request(context: Context, model: Any, who: Principal) -> dict[s
     """The endpoint a proxied request names in `model`: its id, or the name of a live one."""
     if not isinstance(model, str) or not model:
         raise ValidationFailed("the request needs `model`: an endpoint's id or name", details={"field": "model"})
-    doc = context.store.get(model) if model.startswith("ep-") else _live_named(context, model)
-    if doc is None or doc.get("kind") != "endpoint" or not who.may_use(doc.get("workload", "")):
+    doc = find_endpoint(context.store, model)
+    if doc is None or not who.may_use(doc.get("workload", "")):
         raise NotFound(reasons.endpoint_unknown(model), details={"field": "model"})
     return doc

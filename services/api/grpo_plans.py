@@ -9,6 +9,7 @@ from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons
 from shared.errors import NotFound, Unprocessable, ValidationFailed
+from shared.endpoint_names import find_endpoint
 from shared.rewards import check_rewards
 from shared.states import EndpointPhase
 
@@ -40,13 +41,8 @@ def check_grpo_plan(context: Context, plan: dict[str, Any], who: Principal) -> N
 
 def _check_judge(context: Context, judge: str, who: Principal, *, field: str) -> None:
     """The judge is an endpoint (its id, or the name of a live one) this token may use, not ended."""
-    if judge.startswith("ep-"):
-        doc = context.store.get(judge)
-    else:
-        found, _ = context.store.list(
-            "ep", where=lambda d: d.get("name") == judge and not EndpointPhase(d["phase"]).is_terminal, limit=1)
-        doc = found[0] if found else None
-    if doc is None or doc.get("kind") != "endpoint" or not who.may_use(doc.get("workload", "")):
+    doc = find_endpoint(context.store, judge)
+    if doc is None or not who.may_use(doc.get("workload", "")):
         raise NotFound(reasons.evaluation_judge_unknown(judge), details={"field": field})
     if EndpointPhase(doc["phase"]).is_terminal:
         raise Unprocessable(reasons.evaluation_judge_ended(judge, doc["phase"]), details={"field": field})

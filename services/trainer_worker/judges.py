@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from shared.endpoint_names import find_endpoint
 from shared.states import EndpointPhase
 
 
@@ -40,12 +41,7 @@ class JudgeAddresses:
     def __call__(self, judge: str) -> JudgeTarget | None:
         """The judge's address and served name (it is named by its endpoint id, or the name of a
         READY endpoint) while READY, else None."""
-        store = self.store()
-        if judge.startswith("ep-"):
-            doc = store.get(judge)
-        else:
-            found, _ = store.list("ep", where=lambda d: d.get("name") == judge and d.get("phase") == "READY", limit=1)
-            doc = found[0] if found else None
-        if not doc or doc.get("kind") != "endpoint" or doc.get("phase") != EndpointPhase.READY:
+        doc = find_endpoint(self.store(), judge)
+        if not doc or doc.get("phase") != EndpointPhase.READY:
             return None
         return JudgeTarget(doc["address"], doc["id"]) if doc.get("address") else None
