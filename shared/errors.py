@@ -39,6 +39,11 @@ class NotFound(TrainerError):
     code = "not_found"
 
 
+class MethodNotAllowed(TrainerError):
+    status = 405
+    code = "method_not_allowed"
+
+
 class Conflict(TrainerError):
     status = 409
     code = "conflict"
@@ -68,6 +73,13 @@ class BadGateway(TrainerError):
 
     status = 502
     code = "bad_gateway"
+
+
+class Internal(TrainerError):
+    """Something the trainer did not expect; the API log has the traceback."""
+
+    status = 500
+    code = "internal"
 
 
 class Unavailable(TrainerError):

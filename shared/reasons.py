@@ -223,6 +223,18 @@ def endpoint_unknown(model: str) -> str:
     return f"no endpoint has the id or name {model}; `training endpoints get` lists them"
 
 
+def route_unknown(method: str, path: str) -> str:
+    return f"{method} {path} is not part of this API"
+
+
+INTERNAL_ERROR = "the trainer hit an internal error; see the API log"
+REQUEST_BODY_NOT_JSON_OBJECT = "the request body must be a JSON object (Content-Type: application/json)"
+
+
+def request_too_large(max_bytes: int) -> str:
+    return f"the upload is larger than this deployment accepts ({max_bytes} bytes)"
+
+
 ENDPOINT_STOPPED_BY_USER = "stopped by the user"
 ENDPOINT_PROCESS_UNREACHABLE = "the endpoint's serving process did not answer"
 

@@ -9,9 +9,9 @@ from services.api.auth import authenticate
 from services.api.context import Context
 from services.api.openapi import build_spec, docs_page
 from services.api.views import base_models, comparisons, datasets, endpoints, evaluations, info, pools, runs, snapshots
-from shared import logs
+from shared import logs, reasons
 from shared.config import DeploymentConfig, load_config
-from shared.errors import TooLarge, TrainerError
+from shared.errors import Internal, TooLarge, TrainerError
 
 OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 
@@ -55,20 +55,18 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc):
-        err = TooLarge(f"the upload is larger than this deployment accepts ({config.max_upload_bytes} bytes)",
-                       details={"maxBytes": config.max_upload_bytes})
+        err = TooLarge(reasons.request_too_large(config.max_upload_bytes), details={"maxBytes": config.max_upload_bytes})
         return err.to_dict(), err.status
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.code, "bad_request")
-        message = f"{request.method} {request.path} is not part of this API" if exc.code in (404, 405) else exc.description
+        message = reasons.route_unknown(request.method, request.path) if exc.code in (404, 405) else exc.description
         return {"error": {"code": code, "message": message, "details": {}}}, exc.code
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
         log.exception("unhandled error", path=request.path)
-        return {"error": {"code": "internal", "message": "the trainer hit an internal error; see the API log",
-                          "details": {}}}, 500
+        return Internal(reasons.INTERNAL_ERROR).to_dict(), Internal.status
 
     return app

@@ -29,7 +29,11 @@ class Principal:
 
 
 def authenticate(config: DeploymentConfig) -> Principal:
-    header = request.headers.get("Authorization", "")
+    return principal_for(config, request.headers.get("Authorization", ""))
+
+
+def principal_for(config: DeploymentConfig, header: str) -> Principal:
+    """Who an `Authorization` header's bearer token is; 401 when there is none or it is not known."""
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("this request needs an Authorization: Bearer TOKEN header")

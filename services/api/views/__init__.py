@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import request
 
+from shared import reasons
 from shared.errors import ValidationFailed
 
 
@@ -13,5 +14,5 @@ def json_object_body() -> dict[str, Any]:
     """The request body as a JSON object, or a 400 saying that is what it must be."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
-        raise ValidationFailed("the request body must be a JSON object (Content-Type: application/json)")
+        raise ValidationFailed(reasons.REQUEST_BODY_NOT_JSON_OBJECT)
     return body
