@@ -1,6 +1,6 @@
 """Proxy latency benchmark (not a test): `python bench/proxy_latency.py [N]`.
 
-Starts a real stack (tests/e2e/stack.py: the API under gunicorn, the scheduler, a trainer worker
+Starts a real stack (tests/e2e/stack.py: the API under uvicorn, the scheduler, a trainer worker
 for the node heartbeat, the endpoint manager) on TRAINING_BENCH_REDIS_URL (default
 redis://127.0.0.1:6379/11, under a key prefix of its own, deleted at the end), creates an endpoint
 on the built-in tiny model and measures:
@@ -18,7 +18,7 @@ on the built-in tiny model and measures:
    cost without the generation's spread.
 0. The floor: GET /health on the serving process against GET /v1/health on the API (an
    unauthenticated route that touches neither Redis nor the endpoint), interleaved the same way:
-   what one more HTTP hop through gunicorn and Flask costs before the proxy does anything.
+   what one more HTTP hop to the API (uvicorn, then Flask in a thread) costs before the proxy does anything.
 3. The same with `stream: true` (max_tokens 4): time to the first body byte and to the last.
 
 4. With TRAINING_BENCH_BASELINE_REPO=DIR (another checkout of the repo, e.g. `git archive HEAD`
@@ -252,7 +252,7 @@ def run(stack, n: int) -> None:
     direct_s, through_s = requests.Session(), requests.Session()
     auth = stack.headers()
 
-    # 0. the floor: one more HTTP hop through gunicorn + Flask with no proxy work at all
+    # 0. the floor: one more HTTP hop through uvicorn + Flask with no proxy work at all
     # (GET /v1/health on the API, no auth, no Redis) against GET /health on the serving process.
     def get(session, url):
         start = time.perf_counter()

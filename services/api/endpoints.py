@@ -1,5 +1,5 @@
 """Endpoints: create (queue a claim), read (derive stopsAt and what a queued one waits on),
-stop; and find the endpoint a proxied request names (SPEC 2.6, 6)."""
+stop, serving log (SPEC 2.6, 6). Requests proxied to them: proxy.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
-from shared.endpoint_names import find_endpoint, live_named
+from shared.endpoint_names import live_named
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
@@ -143,13 +143,3 @@ def endpoint_log(context: Context, endpoint_id: str, *, lines: Any) -> dict[str,
         raise NotFound(reasons.endpoint_log_missing(endpoint_id, doc["phase"]),
                        details={"endpoint": endpoint_id, "phase": doc["phase"]})
     return {"endpoint": endpoint_id, "phase": doc["phase"], "log": relative, "lines": _tail(path, count)}
-
-
-def endpoint_for_request(context: Context, model: Any, who: Principal) -> dict[str, Any]:
-    """The endpoint a proxied request names in `model`: its id, or the name of a live one."""
-    if not isinstance(model, str) or not model:
-        raise ValidationFailed("the request needs `model`: an endpoint's id or name", details={"field": "model"})
-    doc = find_endpoint(context.store, model)
-    if doc is None or not who.may_use(doc.get("workload", "")):
-        raise NotFound(reasons.endpoint_unknown(model), details={"field": "model"})
-    return doc

@@ -1,28 +1,25 @@
-"""Entry point: `python -m services.api.main [--host H] [--port P]` serves the API with gunicorn
-(threads, one process per --workers)."""
+"""Entry point: `python -m services.api.main [--host H] [--port P] [--workers N]` serves the API
+(services/api/asgi.py) with uvicorn: its event loop (uvloop) and HTTP parser (httptools) are C, so
+a request costs the API far less CPU than under a pure-Python WSGI server, which matters most for
+the requests proxied to endpoints (docs/endpoints-benchmark.md)."""
 
 from __future__ import annotations
 
 import argparse
 
-from gunicorn.app.base import BaseApplication
+import uvicorn
 
 from shared import logs
 
+GRACEFUL_SHUTDOWN_S = 30  # on SIGTERM, requests in flight (a streamed answer) get this long to end
 
-class _Server(BaseApplication):
-    def __init__(self, options: dict):
-        self.options = options
-        super().__init__()
 
-    def load_config(self):
-        for key, value in self.options.items():
-            self.cfg.set(key, value)
+def served_app():
+    """The factory each uvicorn worker process calls (logging is set up per process)."""
+    from services.api.asgi import create_asgi_app
 
-    def load(self):
-        from services.api.app import create_app
-
-        return create_app()
+    logs.configure("api")
+    return create_asgi_app()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,18 +27,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8600)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=16)
     args = parser.parse_args(argv)
     logs.configure("api")
-    _Server({
-        "bind": f"{args.host}:{args.port}",
-        "workers": args.workers,
-        "threads": args.threads,
-        "worker_class": "gthread",
-        "timeout": 120,
-        "accesslog": None,
-        "loglevel": "warning",
-    }).run()
+    uvicorn.run("services.api.main:served_app", factory=True, host=args.host, port=args.port,
+                workers=args.workers, loop="uvloop", http="httptools", lifespan="on",
+                log_config=None, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 
 
 if __name__ == "__main__":

@@ -1,38 +1,43 @@
 """Requests sent through the trainer to an endpoint (SPEC 2.6, 6): find the endpoint, record the
 request time (what idle stop counts), forward to its serving process, stream the answer back.
 
-A urllib3 pool keeps connections to serving processes open (urllib3 directly: the requests
-library's session layers cost ~0.25 ms a request here), so the proxy adds little to each request
-(bench/proxy_latency.py measures it; docs/endpoints-benchmark.md). The common path reads Redis
-once: the endpoint's document (by id; by name, a hint key first). `lastRequestAt` is written at
-most once per `RECORD_EVERY_S` (or a tenth of a short idle timeout) per endpoint: idle stop counts
-in seconds to hours, so it may lag the last request by that much, never more.
+`POST /v1/chat/completions` and `POST /v1/completions` are served here, by an asyncio (ASGI)
+handler in front of the Flask app (services/api/asgi.py), not by Flask: a request through the
+trainer should cost little more than one to the serving process itself (target: 2 ms p50 added;
+bench/proxy_latency.py, docs/endpoints-benchmark.md), and a WSGI server plus Flask cost several
+times that in CPU alone on a small machine. Everything a client sees is the same as from the Flask
+views: the bearer tokens, the error shape and sentences, the body checks.
+
+Per request: one Redis `GET` (the endpoint's document by id; by name, the hint key first), the
+request to the serving process over a kept-open connection (services/api/upstream.py), the answer
+relayed as it comes. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
+short idle timeout) per endpoint, in a thread (a `WATCH` transaction through the store): idle stop
+counts in seconds to hours, so it may lag the last request by that much, never more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import urllib3
-from flask import Response
+import redis.asyncio
 
-from services.api.auth import Principal
+from services.api import upstream
+from services.api.auth import Principal, principal_for
 from services.api.context import Context
-from services.api.endpoints import endpoint_for_request
-from shared import reasons
-from shared.errors import BadGateway, Conflict, EndpointStopped
+from shared import logs, reasons
+from shared.endpoint_names import find_endpoint_async
+from shared.errors import (BadGateway, Conflict, EndpointStopped, Internal, MethodNotAllowed, NotFound, TooLarge,
+                           TrainerError, ValidationFailed)
 from shared.states import EndpointPhase
 from shared.store import now_iso
 
+PROXIED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
 RECORD_EVERY_S = 1.0  # the most lastRequestAt lags behind the last request through the trainer
-UPSTREAM_TIMEOUT = urllib3.Timeout(connect=5, read=600)
-# Serving processes are reached directly at internal addresses: no proxy from the environment, no
-# retries (a refused connection is answered at once, 502 or the stop sentence).
-_pool = urllib3.PoolManager(num_pools=32, maxsize=64, retries=False, timeout=UPSTREAM_TIMEOUT)
 
 
 def _recorded_recently(doc: dict[str, Any], now: float) -> bool:
@@ -60,41 +65,166 @@ def _refuse_unless_ready(doc: dict[str, Any]) -> None:
         raise Conflict(reasons.endpoint_not_ready(doc["id"], doc["phase"]), details={"phase": doc["phase"]})
 
 
-def forward(context: Context, *, path: str, body: dict[str, Any], who: Principal) -> Response:
-    doc = endpoint_for_request(context, body.get("model"), who)
-    if EndpointPhase(doc["phase"]).is_terminal:
-        raise Conflict(reasons.endpoint_not_ready(doc["id"], doc["phase"]), details={"phase": doc["phase"]})
-    _refuse_unless_ready(doc)
-    if not _recorded_recently(doc, time.time()):
-        doc = _record_request(context, doc["id"])
-        _refuse_unless_ready(doc)  # it may have stopped between the read and the write
-    served_as = doc.get("adapterName") or doc.get("servedModel") or doc["id"]
-    upstream_body = {**body, "model": served_as}
-    rename = _renamer(served_as, body["model"])
-    stream = bool(body.get("stream"))
-    try:
-        upstream = _pool.request("POST", f"{doc['address']}{path}", body=json.dumps(upstream_body).encode(),
-                                 headers={"Content-Type": "application/json"}, preload_content=not stream)
-    except urllib3.exceptions.HTTPError:
-        latest = context.store.get(doc["id"]) or doc
-        if latest.get("stopRequested") or latest.get("phase") != EndpointPhase.READY:
-            raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]),
-                       details={"phase": latest.get("phase")}) from None
-        raise BadGateway(reasons.ENDPOINT_PROCESS_UNREACHABLE, details={"endpoint": doc["id"]}) from None
-    headers = {"Content-Type": upstream.headers.get("Content-Type", "application/json"),
-               "X-Trainer-Endpoint": doc["id"]}
-    if not stream:
-        return Response(rename(upstream.data) if rename else upstream.data, status=upstream.status, headers=headers)
+class Gateway:
+    """The ASGI handler of the proxied OpenAI routes (`PROXIED_PATHS`, POST)."""
 
-    def relay() -> Iterator[bytes]:
-        try:  # each chunk as the serving process sends it (SSE events are chunked)
-            yield from (_renamed_lines(upstream.stream(None), rename) if rename else upstream.stream(None))
+    def __init__(self, context: Context):
+        self.context = context
+        self.redis = redis.asyncio.Redis.from_url(context.config.redis_url, decode_responses=True)
+        self.pool = upstream.Pool()
+        self.log = logs.get("api")
+
+    async def close(self) -> None:
+        self.pool.close()
+        await self.redis.aclose()
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        path = scope["path"]
+        who: Principal | None = None
+        outcome: dict[str, Any] = {"status": 500}
+        try:
+            who = principal_for(self.context.config, _header(scope, b"authorization"))
+            body = _json_object(await self._body(scope, receive), _header(scope, b"content-type"))
+            await self._forward(path, body, who, receive, send, outcome)
+        except TrainerError as exc:
+            outcome["status"] = exc.status
+            await _send_json(send, exc.status, exc.to_dict())
+        except _ClientGone:
+            outcome["status"] = 499  # logged only: the client closed the request before it was read
+        except Exception:
+            self.log.exception("unhandled error", path=path)
+            if "started" not in outcome:
+                await _send_json(send, Internal.status, Internal(reasons.INTERNAL_ERROR).to_dict())
+        self.log.info("request", method="POST", path=path, status=outcome["status"],
+                      principal=who.name if who else None, endpoint=outcome.get("endpoint"))
+
+    async def _body(self, scope: dict, receive) -> bytes:
+        limit = self.context.config.max_upload_bytes
+        declared = _header(scope, b"content-length")
+        if declared.isdigit() and int(declared) > limit:
+            raise TooLarge(reasons.request_too_large(limit), details={"maxBytes": limit})
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge(reasons.request_too_large(limit), details={"maxBytes": limit})
+            parts.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(parts)
+
+    async def _find(self, model: Any, who: Principal) -> dict[str, Any]:
+        """The endpoint a proxied request names in `model`: its id, or the name of a live one."""
+        if not isinstance(model, str) or not model:
+            raise ValidationFailed("the request needs `model`: an endpoint's id or name", details={"field": "model"})
+        doc = await find_endpoint_async(self.redis, self.context.store, model)
+        if doc is None or not who.may_use(doc.get("workload", "")):
+            raise NotFound(reasons.endpoint_unknown(model), details={"field": "model"})
+        return doc
+
+    async def _forward(self, path: str, body: dict[str, Any], who: Principal, receive, send,
+                       outcome: dict[str, Any]) -> None:
+        doc = await self._find(body.get("model"), who)
+        outcome["endpoint"] = doc["id"]
+        if EndpointPhase(doc["phase"]).is_terminal:
+            raise Conflict(reasons.endpoint_not_ready(doc["id"], doc["phase"]), details={"phase": doc["phase"]})
+        _refuse_unless_ready(doc)
+        if not _recorded_recently(doc, time.time()):
+            doc = await asyncio.to_thread(_record_request, self.context, doc["id"])
+            _refuse_unless_ready(doc)  # it may have stopped between the read and the write
+        served_as = doc.get("adapterName") or doc.get("servedModel") or doc["id"]
+        rename = _renamer(served_as, body["model"])
+        stream = bool(body.get("stream"))
+        try:
+            answer = await self.pool.post(doc["address"], path, json.dumps({**body, "model": served_as}).encode())
+            data = None if stream else await answer.read()
+        except upstream.UpstreamUnreachable:
+            latest = await find_endpoint_async(self.redis, self.context.store, doc["id"]) or doc
+            if latest.get("stopRequested") or latest.get("phase") != EndpointPhase.READY:
+                raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]),
+                                      details={"phase": latest.get("phase")}) from None
+            raise BadGateway(reasons.ENDPOINT_PROCESS_UNREACHABLE, details={"endpoint": doc["id"]}) from None
+        headers = [(b"content-type", answer.headers.get("content-type", "application/json").encode("latin-1")),
+                   (b"x-trainer-endpoint", doc["id"].encode())]
+        outcome["status"] = answer.status
+        if data is not None:
+            data = rename(data) if rename else data
+            outcome["started"] = True
+            await send({"type": "http.response.start", "status": answer.status,
+                        "headers": [*headers, (b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data})
+            return
+        await self._relay(answer, rename, headers, receive, send, outcome)
+
+    async def _relay(self, answer: upstream.Response, rename, headers, receive, send, outcome) -> None:
+        """A streamed answer, each chunk as the serving process sends it (SSE events are chunked).
+        If the client goes away the connection to the serving process is dropped, not reused, so
+        it stops generating for nobody; if the serving process breaks off, so does the answer
+        (the client sees it cut short)."""
+        gone = asyncio.Event()
+
+        async def watch_client() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.create_task(watch_client())
+        outcome["started"] = True
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        chunks = _renamed_lines(answer.chunks(), rename) if rename else answer.chunks()
+        try:
+            async for chunk in chunks:
+                if gone.is_set():
+                    outcome["status"] = 499  # logged only: the client closed the request
+                    return
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except upstream.UpstreamUnreachable as exc:
+            self.log.warning("the serving process broke off a streamed answer", endpoint=outcome.get("endpoint"),
+                             reason=str(exc))
         finally:
-            # Read to the end, the connection is back in the pool already; cut short (the client
-            # went away), it is closed rather than reused with unread data on it.
-            upstream.close()
+            answer.close()
+            watcher.cancel()
 
-    return Response(relay(), status=upstream.status, headers=headers, direct_passthrough=True)
+
+class _ClientGone(Exception):
+    """The client closed its connection before its request had arrived."""
+
+
+def _header(scope: dict, name: bytes) -> str:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def _json_object(raw: bytes, content_type: str) -> dict[str, Any]:
+    """The body as a JSON object, under the same rule as the Flask views (a JSON content type)."""
+    mimetype = content_type.partition(";")[0].strip().lower()
+    if mimetype == "application/json" or (mimetype.startswith("application/") and mimetype.endswith("+json")):
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            return body
+    raise ValidationFailed(reasons.REQUEST_BODY_NOT_JSON_OBJECT)
+
+
+async def method_not_allowed(scope: dict, send) -> None:
+    """405 for any method but POST on a proxied path, as Flask answers it for its own routes."""
+    error = MethodNotAllowed(reasons.route_unknown(scope["method"], scope["path"]))
+    await _send_json(send, error.status, error.to_dict())
+
+
+async def _send_json(send, status: int, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
 
 
 def _renamer(served_as: str, asked: str):
@@ -110,11 +240,11 @@ def _renamer(served_as: str, asked: str):
     return lambda data: data.replace(old, new)
 
 
-def _renamed_lines(chunks: Iterator[bytes], rename) -> Iterator[bytes]:
+async def _renamed_lines(chunks: AsyncIterator[bytes], rename) -> AsyncIterator[bytes]:
     """Renamed server-sent events, whole lines at a time: a chunk cut inside `"SERVED"` (rare: a
     serving process writes an event at once) waits for the rest of its line."""
     pending = b""
-    for chunk in chunks:
+    async for chunk in chunks:
         pending += chunk
         cut = pending.rfind(b"\n") + 1
         if cut:
@@ -125,7 +255,7 @@ def _renamed_lines(chunks: Iterator[bytes], rename) -> Iterator[bytes]:
 
 
 def models(context: Context, who: Principal) -> dict[str, Any]:
-    """GET /v1/models: the READY endpoints this token may use, as OpenAI lists models."""
+    """GET /v1/models (a Flask view): the READY endpoints this token may use, as OpenAI lists models."""
     ready, _ = context.store.list(
         "ep", where=lambda d: d.get("phase") == EndpointPhase.READY and who.may_use(d.get("workload", "")),
         limit=200)

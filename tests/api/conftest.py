@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
 
 import pytest
+import requests
+import uvicorn
 
 from services.api.app import create_app
 from tests.conftest import ADMIN_TOKEN, TEAM_TOKEN
@@ -12,6 +16,35 @@ from tests.conftest import ADMIN_TOKEN, TEAM_TOKEN
 @pytest.fixture
 def app(config):
     return create_app(config)
+
+
+@pytest.fixture
+def api_url(config):
+    """The whole API (services/api/asgi.py: the proxied OpenAI routes run outside Flask) served by
+    uvicorn in a thread on a free port. Unlike `python -m services.api.main` it runs asyncio's own
+    event loop, not uvloop (the end-to-end tests run the real entry point)."""
+    from services.api.asgi import create_asgi_app
+    from shared.redis_server import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_asgi_app(config), host="127.0.0.1", port=port, loop="asyncio",
+                                           http="httptools", lifespan="on", log_config=None, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="api", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture
+def http():
+    with requests.Session() as session:
+        session.trust_env = False
+        yield session
 
 
 @pytest.fixture

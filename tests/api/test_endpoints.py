@@ -63,16 +63,16 @@ def test_stop_while_queued_terminates_and_releases(client, admin, app):
     assert again.status_code == 409
 
 
-def test_proxy_refuses_an_endpoint_that_is_not_ready_with_its_phase(client, admin):
+def test_proxy_refuses_an_endpoint_that_is_not_ready_with_its_phase(client, admin, http, api_url):
     ep = create(client, admin, name="later").json
     for model in (ep["id"], "later"):
-        resp = client.post("/v1/chat/completions", headers=admin,
-                           json={"model": model, "messages": [{"role": "user", "content": "hi"}]})
+        resp = http.post(f"{api_url}/v1/chat/completions", headers=admin,
+                         json={"model": model, "messages": [{"role": "user", "content": "hi"}]})
         assert resp.status_code == 409
-        assert resp.json["error"]["message"] == f"endpoint {ep['id']} is QUEUED; it answers requests once READY"
-    resp = client.post("/v1/completions", headers=admin, json={"model": "nobody", "prompt": "x"})
+        assert resp.json()["error"]["message"] == f"endpoint {ep['id']} is QUEUED; it answers requests once READY"
+    resp = http.post(f"{api_url}/v1/completions", headers=admin, json={"model": "nobody", "prompt": "x"})
     assert resp.status_code == 404
-    assert resp.json["error"]["message"] == "no endpoint has the id or name nobody; `training endpoints get` lists them"
+    assert resp.json()["error"]["message"] == "no endpoint has the id or name nobody; `training endpoints get` lists them"
     assert client.get("/v1/models", headers=admin).json == {"object": "list", "data": []}
 
 

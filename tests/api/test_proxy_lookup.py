@@ -1,11 +1,12 @@
 """The proxy's cheap path (services/api/proxy.py, endpoints.py): the name hint key and writing
-`lastRequestAt` at most once a second per endpoint. Real Redis and the real Flask app; the
+`lastRequestAt` at most once a second per endpoint. Real Redis and the real API under uvicorn; the
 endpoint is moved to READY by hand with an address where nothing listens (the serving process is
 tested end to end in tests/e2e/test_endpoints.py), so a forwarded request answers 502 - after the
 proxy has looked the endpoint up and recorded the request, which is what these tests look at."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime
 
@@ -25,43 +26,43 @@ def ready(app, client, admin, **body) -> dict:
                                              "readyAt": iso(time.time())})
 
 
-def send(client, admin, model: str):
-    return client.post("/v1/completions", headers=admin, json={"model": model, "prompt": "x", "max_tokens": 1})
+def send(http, api_url, admin, model: str):
+    return http.post(f"{api_url}/v1/completions", headers=admin, json={"model": model, "prompt": "x", "max_tokens": 1})
 
 
-def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, client, admin):
+def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, client, admin, http, api_url):
     context = app.extensions["trainer"]
     first = ready(app, client, admin, name="chat")
     assert context.redis.get(context.keys.endpoint_name("chat")) == first["id"]
-    assert send(client, admin, "chat").json["error"]["details"] == {"endpoint": first["id"]}  # 502: forwarded
+    assert send(http, api_url, admin, "chat").json()["error"]["details"] == {"endpoint": first["id"]}  # 502: forwarded
 
     client.delete(f"/v1/endpoints/{first['id']}", headers=admin)
     context.store.update(first["id"], lambda d: {**d, "phase": "TERMINATED", "address": None})
-    resp = send(client, admin, "chat")  # the hint names an ended endpoint: not used
+    resp = send(http, api_url, admin, "chat")  # the hint names an ended endpoint: not used
     assert resp.status_code == 404
-    assert resp.json["error"]["message"] == "no endpoint has the id or name chat; `training endpoints get` lists them"
+    assert resp.json()["error"]["message"] == "no endpoint has the id or name chat; `training endpoints get` lists them"
 
     second = ready(app, client, admin, name="chat")  # the name is free again; the hint follows
     assert context.redis.get(context.keys.endpoint_name("chat")) == second["id"]
     context.redis.delete(context.keys.endpoint_name("chat"))  # no hint at all: the index scan finds it
-    assert send(client, admin, "chat").json["error"]["details"] == {"endpoint": second["id"]}
+    assert send(http, api_url, admin, "chat").json()["error"]["details"] == {"endpoint": second["id"]}
 
 
-def test_last_request_is_written_at_most_once_a_second_per_endpoint(app, client, admin):
+def test_last_request_is_written_at_most_once_a_second_per_endpoint(app, client, admin, http, api_url):
     store = app.extensions["trainer"].store
     ep = ready(app, client, admin, idleTimeout=3600)
-    assert send(client, admin, ep["id"]).status_code == 502
+    assert send(http, api_url, admin, ep["id"]).status_code == 502
     first = store.get(ep["id"])["lastRequestAt"]
     assert first is not None  # recorded before forwarding
 
     recent = iso(time.time() - 0.5)
     store.update(ep["id"], lambda d: {**d, "lastRequestAt": recent})
-    send(client, admin, ep["id"])
+    send(http, api_url, admin, ep["id"])
     assert store.get(ep["id"])["lastRequestAt"] == recent  # younger than a second: not rewritten
 
     old = iso(time.time() - 2)
     store.update(ep["id"], lambda d: {**d, "lastRequestAt": old})
-    send(client, admin, ep["id"])
+    send(http, api_url, admin, ep["id"])
     assert store.get(ep["id"])["lastRequestAt"] > old
 
 
@@ -84,4 +85,11 @@ def test_answers_are_renamed_to_what_the_client_asked_for_only_when_it_differs()
     assert rename(body) == b'{"id":"cmpl-1","model":"tuned","choices":[{"text":"say \\"ep-abc\\" ep-abc"}]}'
     events = b'data: {"model": "ep-abc", "x": 1}\n\ndata: {"model":"ep-abc"}\n\ndata: [DONE]\n\n'
     cut = [events[:17], events[17:40], events[40:]]  # cut inside "ep-abc"
-    assert b"".join(_renamed_lines(iter(cut), rename)) == events.replace(b'"ep-abc"', b'"tuned"')
+
+    async def relayed():
+        async def chunks():
+            for piece in cut:
+                yield piece
+        return b"".join([chunk async for chunk in _renamed_lines(chunks(), rename)])
+
+    assert asyncio.run(relayed()) == events.replace(b'"ep-abc"', b'"tuned"')

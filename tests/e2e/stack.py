@@ -1,4 +1,4 @@
-"""The real services as processes, for end-to-end tests: API (gunicorn), scheduler and one Celery
+"""The real services as processes, for end-to-end tests: API (uvicorn), scheduler and one Celery
 trainer worker per node, all on a real Redis under a key prefix of their own."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Endpoints (create, list, get, stop, events, serving log) and the OpenAI-compatible surface proxied through the
-trainer: POST /v1/chat/completions, POST /v1/completions, GET /v1/models."""
+trainer: GET /v1/models (POST /v1/chat/completions and /v1/completions: proxy.Gateway, outside Flask)."""
 
 from __future__ import annotations
 
@@ -54,16 +54,6 @@ def endpoint_events(endpoint_id: str):
 @bp.get("/v1/endpoints/<endpoint_id>/logs")
 def endpoint_logs(endpoint_id: str):
     return service.endpoint_log(ctx(), endpoint_id, lines=request.args.get("lines"))
-
-
-@bp.post("/v1/chat/completions")
-def chat_completions():
-    return proxy.forward(ctx(), path="/v1/chat/completions", body=json_object_body(), who=principal())
-
-
-@bp.post("/v1/completions")
-def completions():
-    return proxy.forward(ctx(), path="/v1/completions", body=json_object_body(), who=principal())
 
 
 @bp.get("/v1/models")
