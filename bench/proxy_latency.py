@@ -19,6 +19,9 @@ on the built-in tiny model and measures:
 0. The floor: GET /health on the serving process against GET /v1/health on the API (an
    unauthenticated route that touches neither Redis nor the endpoint), interleaved the same way:
    what one more HTTP hop to the API (uvicorn, then Flask in a thread) costs before the proxy does anything.
+   Each series through the API also reports the API's CPU time per request (its processes' user +
+   system time from /proc over the series, divided by N): less sensitive to the machine's noise
+   than wall-clock differences.
 3. The same with `stream: true` (max_tokens 4): time to the first body byte and to the last.
 
 4. With TRAINING_BENCH_BASELINE_REPO=DIR (another checkout of the repo, e.g. `git archive HEAD`
@@ -50,6 +53,34 @@ from tests.e2e.stack import start_stack, stop_stack  # noqa: E402
 
 URL = os.environ.get("TRAINING_BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
 WARMUP = 20
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` and its children (a gunicorn master's workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while listing
+        if int(stat.parent.name) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+class CpuPerRequest:
+    """`with CpuPerRequest(pid, n) as cpu: ...` then `cpu.ms`: the CPU time `pid` spent per request."""
+
+    def __init__(self, pid: int, n: int):
+        self.pid, self.n = pid, n
+
+    def __enter__(self):
+        self.start = cpu_seconds(self.pid)
+        return self
+
+    def __exit__(self, *exc):
+        self.ms = (cpu_seconds(self.pid) - self.start) * 1000 / self.n
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -94,7 +125,7 @@ def one_stream(session: requests.Session, url: str, body: dict, headers: dict | 
     return first, last
 
 
-def report(title: str, direct: list[float], through: list[float]) -> dict:
+def report(title: str, direct: list[float], through: list[float], api_cpu: CpuPerRequest | None = None) -> dict:
     diffs = [t - d for d, t in zip(direct, through, strict=True)]
     row = {
         "direct": {q: pct(direct, q) for q in (50, 90, 99)},
@@ -110,6 +141,9 @@ def report(title: str, direct: list[float], through: list[float]) -> dict:
         print(f"  {label:<18} " + "  ".join(ms(row[name][q]) for q in (50, 90, 99)))
     print(f"  p50(through) - p50(direct) = {row['p50_difference'] * 1000:.2f} ms; "
           f"ratio of p50s = {row['ratio_p50']:.2f}")
+    if api_cpu is not None:
+        row["api_cpu_ms"] = api_cpu.ms
+        print(f"  API CPU per request: {api_cpu.ms:.2f} ms")
     return row
 
 
@@ -135,7 +169,8 @@ def triplets(n: int, fns) -> list[list[float]]:
     return samples
 
 
-def compare(title: str, direct: list[float], this: list[float], baseline: list[float]) -> None:
+def compare(title: str, direct: list[float], this: list[float], baseline: list[float],
+            cpu: tuple[CpuPerRequest, CpuPerRequest] | None = None) -> None:
     added = [t - d for d, t in zip(direct, this, strict=True)]
     added_base = [b - d for d, b in zip(direct, baseline, strict=True)]
     versus = [t - b for t, b in zip(this, baseline, strict=True)]
@@ -145,6 +180,8 @@ def compare(title: str, direct: list[float], this: list[float], baseline: list[f
                       ("added, this (per triplet)", added), ("added, baseline", added_base),
                       ("this - baseline", versus)):
         print(f"  {label:<28} " + "  ".join(ms(pct(xs, q)) for q in (50, 90, 99)))
+    if cpu is not None:
+        print(f"  API CPU per request: this {cpu[0].ms:.2f} ms, baseline {cpu[1].ms:.2f} ms")
 
 
 def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
@@ -168,6 +205,12 @@ def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
 
 def run_baseline(stack, doc: dict, n: int, repo: str) -> None:
     proc, base_url = baseline_api(stack, repo)
+
+    def measured(fns):
+        with CpuPerRequest(stack.processes["api"].pid, n) as this, CpuPerRequest(proc.pid, n) as base:
+            samples = triplets(n, fns)
+        return samples, (this, base)
+
     try:
         auth = stack.headers()
         body = {"prompt": "x", "max_tokens": 1, "temperature": 0, "model": doc["id"]}
@@ -179,14 +222,16 @@ def run_baseline(stack, doc: dict, n: int, repo: str) -> None:
             for s, u, h in zip(sessions, urls, heads):
                 one(s, u, body, h)
         fns = [lambda s=s, u=u, h=h: one(s, u, body, h) for s, u, h in zip(sessions, urls, heads)]
-        compare(f"against the baseline at {repo}: POST /v1/completions, max_tokens 1", *triplets(n, fns))
+        samples, cpu = measured(fns)
+        compare(f"against the baseline at {repo}: POST /v1/completions, max_tokens 1", *samples, cpu)
         refused = {**REFUSED, "model": doc["id"]}
         fns = [lambda s=s, u=u, h=h: one(s, u, refused, h, status=400) for s, u, h in zip(sessions, urls, heads)]
-        compare("against the baseline: a request the serving process refuses at once (400)", *triplets(n, fns))
+        samples, cpu = measured(fns)
+        compare("against the baseline: a request the serving process refuses at once (400)", *samples, cpu)
         sbody = {**body, "max_tokens": 4, "stream": True}
         sfns = [lambda s=s, u=u, h=h: one_stream(s, u, sbody, h) for s, u, h in zip(sessions, urls, heads)]
-        d, t, b = triplets(n, sfns)
-        compare("against the baseline: stream, time to first byte", *([x[0] for x in xs] for xs in (d, t, b)))
+        (d, t, b), cpu = measured(sfns)
+        compare("against the baseline: stream, time to first byte", *([x[0] for x in xs] for xs in (d, t, b)), cpu)
         compare("against the baseline: stream, time to last byte", *([x[1] for x in xs] for xs in (d, t, b)))
     finally:
         os.killpg(proc.pid, 15)
@@ -251,6 +296,7 @@ def run(stack, n: int) -> None:
     direct_body, through_body = {**body, "model": doc["id"]}, {**body, "model": doc["id"]}
     direct_s, through_s = requests.Session(), requests.Session()
     auth = stack.headers()
+    api_pid = stack.processes["api"].pid
 
     # 0. the floor: one more HTTP hop through uvicorn + Flask with no proxy work at all
     # (GET /v1/health on the API, no auth, no Redis) against GET /health on the serving process.
@@ -264,25 +310,29 @@ def run(stack, n: int) -> None:
     for _ in range(WARMUP):
         get(direct_s, doc["address"] + "/health")
         get(through_s, stack.api_url + "/v1/health")
-    d, t = pairs(n, lambda: get(direct_s, doc["address"] + "/health"),
-                 lambda: get(through_s, stack.api_url + "/v1/health"))
-    report("floor: GET /health direct vs GET /v1/health on the API (no proxying)", d, t)
+    with CpuPerRequest(api_pid, n) as cpu:
+        d, t = pairs(n, lambda: get(direct_s, doc["address"] + "/health"),
+                     lambda: get(through_s, stack.api_url + "/v1/health"))
+    report("floor: GET /health direct vs GET /v1/health on the API (no proxying)", d, t, cpu)
 
     # 2. non-streaming
     for _ in range(WARMUP):
         one(direct_s, direct_url, direct_body)
         one(through_s, through_url, through_body, auth)
-    d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
-                 lambda: one(through_s, through_url, through_body, auth))
-    report("POST /v1/completions, max_tokens 1", d, t)
+    with CpuPerRequest(api_pid, n) as cpu:
+        d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
+                     lambda: one(through_s, through_url, through_body, auth))
+    report("POST /v1/completions, max_tokens 1", d, t, cpu)
     refused = {**REFUSED, "model": doc["id"]}
-    d, t = pairs(n, lambda: one(direct_s, direct_url, refused, status=400),
-                 lambda: one(through_s, through_url, refused, auth, status=400))
-    report("POST /v1/completions refused by the serving process at once (400): no generation", d, t)
+    with CpuPerRequest(api_pid, n) as cpu:
+        d, t = pairs(n, lambda: one(direct_s, direct_url, refused, status=400),
+                     lambda: one(through_s, through_url, refused, auth, status=400))
+    report("POST /v1/completions refused by the serving process at once (400): no generation", d, t, cpu)
     by_name = {**through_body, "model": "bench"}  # the endpoint's name instead of its id
-    d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
-                 lambda: one(through_s, through_url, by_name, auth))
-    report("POST /v1/completions, max_tokens 1, `model` = the endpoint's name", d, t)
+    with CpuPerRequest(api_pid, n) as cpu:
+        d, t = pairs(n, lambda: one(direct_s, direct_url, direct_body),
+                     lambda: one(through_s, through_url, by_name, auth))
+    report("POST /v1/completions, max_tokens 1, `model` = the endpoint's name", d, t, cpu)
 
     # 3. streaming
     sbody = {**body, "max_tokens": 4, "stream": True}
@@ -290,9 +340,10 @@ def run(stack, n: int) -> None:
     for _ in range(WARMUP):
         one_stream(direct_s, direct_url, sdirect)
         one_stream(through_s, through_url, sthrough, auth)
-    d, t = pairs(n, lambda: one_stream(direct_s, direct_url, sdirect),
-                 lambda: one_stream(through_s, through_url, sthrough, auth))
-    report("stream: true, max_tokens 4 - time to first byte", [x[0] for x in d], [x[0] for x in t])
+    with CpuPerRequest(api_pid, n) as cpu:
+        d, t = pairs(n, lambda: one_stream(direct_s, direct_url, sdirect),
+                     lambda: one_stream(through_s, through_url, sthrough, auth))
+    report("stream: true, max_tokens 4 - time to first byte", [x[0] for x in d], [x[0] for x in t], cpu)
     report("stream: true, max_tokens 4 - time to last byte", [x[1] for x in d], [x[1] for x in t])
 
     baseline = os.environ.get("TRAINING_BENCH_BASELINE_REPO")
