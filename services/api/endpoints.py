@@ -14,7 +14,7 @@ from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
-from shared.endpoint_names import live_named
+from shared.endpoint_names import find_endpoint, live_named
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
@@ -63,9 +63,10 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
                              event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
 
-def get_endpoint(context: Context, endpoint_id: str) -> dict[str, Any]:
-    doc = context.store.get(endpoint_id)
-    return visible(doc if doc and doc.get("kind") == "endpoint" else None, "endpoint", endpoint_id)
+def get_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
+    """The endpoint with this id (any phase), or the live one with this name, as requests through
+    the proxy name it (shared/endpoint_names.py); 404 when this token may not see it."""
+    return visible(find_endpoint(context.store, id_or_name), "endpoint", id_or_name)
 
 
 def _epoch(stamp: str | None) -> datetime | None:
@@ -84,8 +85,8 @@ def with_stops_at(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "stopsAt": stops_at}
 
 
-def stop_endpoint(context: Context, endpoint_id: str) -> dict[str, Any]:
-    get_endpoint(context, endpoint_id)
+def stop_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
+    endpoint_id = get_endpoint(context, id_or_name)["id"]
     released: list[str] = []
 
     def stop(doc: dict[str, Any]) -> dict[str, Any]:
@@ -126,10 +127,11 @@ def _tail(path: Path, lines: int) -> list[str]:
     return text[-lines:]
 
 
-def endpoint_log(context: Context, endpoint_id: str, *, lines: Any) -> dict[str, Any]:
+def endpoint_log(context: Context, id_or_name: str, *, lines: Any) -> dict[str, Any]:
     """The tail of the endpoint's serving log (`process.log`, under the artifact root), whatever
     its phase, for as long as the file exists."""
-    doc = get_endpoint(context, endpoint_id)
+    doc = get_endpoint(context, id_or_name)
+    endpoint_id = doc["id"]
     try:
         count = LOG_LINES_DEFAULT if lines is None else int(lines)
     except (TypeError, ValueError):

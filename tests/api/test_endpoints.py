@@ -53,6 +53,32 @@ def test_names_are_unique_among_live_endpoints(client, admin):
     assert create(client, admin, name="chat").status_code == 201
 
 
+def test_the_endpoint_routes_take_a_live_endpoints_name_for_its_id(client, admin, team):
+    ep = create(client, admin, name="chat").json
+    assert client.get("/v1/endpoints/chat", headers=admin).json["id"] == ep["id"]
+    assert client.get("/v1/endpoints/chat/events", headers=admin).json["items"][0]["message"].startswith("queued")
+    resp = client.get("/v1/endpoints/chat/logs", headers=admin)  # QUEUED: no serving process yet
+    assert resp.status_code == 404 and ep["id"] in resp.json["error"]["message"]
+    missing = client.get("/v1/endpoints/chat", headers=team)  # another workload's: as if it did not exist
+    assert missing.status_code == 404 and missing.json["error"]["message"] == "endpoint chat does not exist"
+    stopped = client.delete("/v1/endpoints/chat", headers=admin).json
+    assert stopped["id"] == ep["id"] and stopped["phase"] == "TERMINATED"
+    # a stopped endpoint gives its name up: only its id finds it now
+    assert client.get("/v1/endpoints/chat", headers=admin).status_code == 404
+    assert client.get(f"/v1/endpoints/{ep['id']}", headers=admin).json["phase"] == "TERMINATED"
+    again = create(client, admin, name="chat").json
+    assert client.get("/v1/endpoints/chat", headers=admin).json["id"] == again["id"] != ep["id"]
+
+
+def test_a_name_may_not_look_like_an_id(client, admin):
+    for name in ("ep-1", "has space", "x" * 65, ""):
+        resp = create(client, admin, name=name)
+        assert resp.status_code == 400, name
+        assert resp.json["error"]["message"] == (
+            "endpoint field name: 1 to 64 letters, digits or `_.:-`, not starting with `ep-` (the ids' prefix)")
+    assert create(client, admin, name="my-ep-1").status_code == 201
+
+
 def test_stop_while_queued_terminates_and_releases(client, admin, app):
     ep = create(client, admin).json
     stopped = client.delete(f"/v1/endpoints/{ep['id']}", headers=admin).json

@@ -3,6 +3,7 @@ built-in serving process, answered through the trainer with the official openai 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -10,6 +11,7 @@ import requests
 from openai import OpenAI
 
 from tests.e2e.stack import start_stack, stop_stack
+from tests.e2e.test_cli_flow import cli
 from tests.e2e.test_run_through_services import upload_sample, wait_terminal
 
 
@@ -83,8 +85,11 @@ def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
     assert log["log"] == f"endpoints/{ep['id']}/server.log"
     assert log["lines"][0].startswith("--- ") and "services.endpoint_manager.server" in log["lines"][0]
 
-    stopped = requests.delete(f"{stack.api_url}/v1/endpoints/{ep['id']}", headers=stack.headers(), timeout=30).json()
-    assert stopped["stopRequested"] is True
+    # the CLI finds a live endpoint by its name as the proxy does
+    assert json.loads(cli(stack, "endpoints", "get", "tuned", "-o", "json").stdout)["id"] == ep["id"]
+    last_line = cli(stack, "endpoints", "logs", "tuned", "-n", "1").stdout.strip()
+    assert last_line and last_line in stack.get(f"/v1/endpoints/{ep['id']}/logs?lines=10000").json()["lines"]
+    assert cli(stack, "endpoints", "delete", "tuned").stdout.strip() == f"endpoint {ep['id']}: stopping"
     done = stack.wait_until("TERMINATED", lambda: phase_is(stack, ep["id"], "TERMINATED"), timeout_s=60)
     assert done["detail"] == "stopped by the user" and done["address"] is None
     assert stack.get(f"/v1/endpoints/{ep['id']}/logs?lines=10000").json()["lines"][:1] == log["lines"][:1]  # still

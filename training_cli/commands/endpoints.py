@@ -51,12 +51,12 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
 
 
 @group.command("get")
-@click.argument("endpoint_id", metavar="[ID]", required=False)
+@click.argument("endpoint_id", metavar="[ID|NAME]", required=False)
 @list_options()
 @output_option
 @pass_cli
 def get(cli: CliContext, endpoint_id: str | None, fmt: str, **filters: Any) -> None:
-    """List endpoints (newest first), or show one."""
+    """List endpoints (newest first), or show one (by its id, or a live one by its name)."""
     if endpoint_id:
         emit(cli.client.get(f"/v1/endpoints/{endpoint_id}"), fmt, tables.endpoint)
     else:
@@ -64,7 +64,7 @@ def get(cli: CliContext, endpoint_id: str | None, fmt: str, **filters: Any) -> N
 
 
 @group.command("delete")
-@click.argument("endpoint_id", metavar="ID")
+@click.argument("endpoint_id", metavar="ID|NAME")
 @output_option
 @pass_cli
 def delete(cli: CliContext, endpoint_id: str, fmt: str) -> None:
@@ -78,7 +78,7 @@ def delete(cli: CliContext, endpoint_id: str, fmt: str) -> None:
 
 
 @group.command("logs")
-@click.argument("endpoint_id", metavar="ID")
+@click.argument("endpoint_id", metavar="ID|NAME")
 @click.option("--lines", "-n", type=click.IntRange(min=1, max=10_000), default=100, show_default=True,
               help="How many of the last lines to show.")
 @pass_cli

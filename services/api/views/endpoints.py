@@ -47,8 +47,8 @@ def stop_endpoint(endpoint_id: str):
 
 @bp.get("/v1/endpoints/<endpoint_id>/events")
 def endpoint_events(endpoint_id: str):
-    service.get_endpoint(ctx(), endpoint_id)
-    return log_page(lambda start: ctx().store.events(endpoint_id, start=start))
+    endpoint = service.get_endpoint(ctx(), endpoint_id)
+    return log_page(lambda start: ctx().store.events(endpoint["id"], start=start))
 
 
 @bp.get("/v1/endpoints/<endpoint_id>/logs")
