@@ -377,10 +377,11 @@ def grpo_batch_not_a_multiple(*, batch_size: int, generations: int) -> str:
             "on whole groups of completions of one prompt")
 
 
-def grpo_batch_not_split(*, batch_size: int, gpus: int, accumulation: int) -> str:
-    """A grpo run's completions per step must split evenly over its GPUs and micro-batches."""
+def batch_not_split(*, batch_size: int, gpus: int, accumulation: int) -> str:
+    """SPEC 3.2: batchSize is the global batch whatever the GPU count, so it must split evenly over
+    the run's GPUs and micro-batches (for a grpo run: its completions per step)."""
     return (f"batchSize {batch_size} does not split evenly over {gpus} GPU(s) x gradientAccumulation {accumulation}; "
-            "a grpo run needs a multiple of their product")
+            "batchSize is the global batch, the same on any GPU count, so it must be a multiple of their product")
 
 
 GRPO_NO_VALIDATION = "a grpo run scores no validationDataset yet; its metrics carry the reward of every step"

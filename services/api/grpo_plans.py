@@ -30,10 +30,6 @@ def check_grpo_plan(context: Context, plan: dict[str, Any], who: Principal) -> N
     if batch % generations:
         raise ValidationFailed(reasons.grpo_batch_not_a_multiple(batch_size=batch, generations=generations),
                                details={"field": "hyperparameters.batchSize"})
-    gpus, accumulation = plan["execution"]["gpus"], plan["hyperparameters"]["gradientAccumulation"]
-    if batch % (gpus * accumulation):
-        raise ValidationFailed(reasons.grpo_batch_not_split(batch_size=batch, gpus=gpus, accumulation=accumulation),
-                               details={"field": "hyperparameters.batchSize"})
     for i, entry in enumerate(rewards):
         if entry.get("judge"):
             _check_judge(context, entry["judge"], who, field=f"grpo.rewards.{i}.judge")

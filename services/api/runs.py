@@ -63,6 +63,10 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
     model = context.catalog.get(plan["model"])
     parent = check_restore(context, plan, who)
     spec = resolve(plan, model=model, pool=pool)
+    batch, accumulation = plan["hyperparameters"]["batchSize"], plan["hyperparameters"]["gradientAccumulation"]
+    if batch % (gpus * accumulation):  # else each GPU would train on a rounded share: another global batch
+        raise ValidationFailed(reasons.batch_not_split(batch_size=batch, gpus=gpus, accumulation=accumulation),
+                               details={"field": "hyperparameters.batchSize"})
     check_engine(parent, plan, spec.name)
 
     run = context.store.create({

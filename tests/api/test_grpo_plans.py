@@ -102,7 +102,7 @@ def test_batch_size_counts_whole_groups_and_sft_takes_no_grpo_settings(client, a
     body["hyperparameters"].update(batchSize=4, gradientAccumulation=4)
     resp = client.post("/v1/runs", headers=admin, json=body)
     assert resp.status_code == 400 and resp.json["error"]["details"]["field"] == "hyperparameters.batchSize"
-    assert resp.json["error"]["message"] == reasons.grpo_batch_not_split(batch_size=4, gpus=2, accumulation=4)
+    assert resp.json["error"]["message"] == reasons.batch_not_split(batch_size=4, gpus=2, accumulation=4)
     sft = {"method": "sft", "model": "builtin/tiny-qwen3", "dataset": dataset, "grpo": {"klPenalty": 0.1}}
     resp = client.post("/v1/runs", headers=admin, json=sft)
     assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.grpo_on_sft_run("sft")

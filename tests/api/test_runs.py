@@ -48,6 +48,21 @@ def test_plans_that_can_never_fit(client, admin, team, dataset):
     assert resp.json["error"]["message"] == "model builtin/tiny-qwen3 does not train in fp16 here; it supports fp32, bf16"
 
 
+def test_the_global_batch_must_split_over_the_gpus(client, admin, dataset):
+    """SPEC 3.2: batchSize is the global batch on any GPU count. 3 rows over 2 GPUs would train 2
+    (one per GPU, rounded down), so such a plan is refused rather than trained on another batch."""
+    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, execution={"gpus": 2},
+                                                            hyperparameters={"batchSize": 3}))
+    assert resp.status_code == 400 and resp.json["error"]["details"] == {"field": "hyperparameters.batchSize"}
+    assert resp.json["error"]["message"] == (
+        "batchSize 3 does not split evenly over 2 GPU(s) x gradientAccumulation 1; batchSize is the global batch, "
+        "the same on any GPU count, so it must be a multiple of their product")
+    resp = client.post("/v1/runs", headers=admin, json=plan(dataset, execution={"gpus": 2},
+                                                            hyperparameters={"batchSize": 4, "gradientAccumulation": 2}))
+    assert resp.status_code == 201
+    assert client.get("/v1/runs", headers=admin).json["items"][0]["id"] == resp.json["id"]  # the refused one: not stored
+
+
 @pytest.mark.parametrize("body, field", [
     ({"model": "builtin/tiny-qwen3"}, "dataset"),
     ({"model": "builtin/tiny-qwen3", "dataset": "DS", "hyperparameters": {"batchSize": 0}}, "hyperparameters.batchSize"),

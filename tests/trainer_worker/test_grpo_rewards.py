@@ -85,9 +85,9 @@ def test_reasons_word_for_word():
     assert reasons.grpo_batch_not_a_multiple(batch_size=6, generations=4) == (
         "batchSize 6 is not a multiple of grpo.numGenerations 4; a grpo step trains on whole groups of "
         "completions of one prompt")
-    assert reasons.grpo_batch_not_split(batch_size=4, gpus=2, accumulation=4) == (
-        "batchSize 4 does not split evenly over 2 GPU(s) x gradientAccumulation 4; a grpo run needs a multiple "
-        "of their product")
+    assert reasons.batch_not_split(batch_size=4, gpus=2, accumulation=4) == (
+        "batchSize 4 does not split evenly over 2 GPU(s) x gradientAccumulation 4; batchSize is the global batch, "
+        "the same on any GPU count, so it must be a multiple of their product")
     assert reasons.GRPO_NEEDS_REWARDS == "a grpo run needs at least one reward in grpo.rewards"
     assert reasons.GRPO_NO_VALIDATION == (
         "a grpo run scores no validationDataset yet; its metrics carry the reward of every step")

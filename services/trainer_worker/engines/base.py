@@ -107,7 +107,9 @@ class TrainingResult:
 
 
 def per_device_batch_size(*, global_batch: int, devices: int, gradient_accumulation: int) -> int:
-    """SPEC 3.2: batchSize is the global batch, the same whatever the GPU count."""
+    """SPEC 3.2: batchSize is the global batch, the same whatever the GPU count. The API refuses a
+    plan whose batch does not split evenly (reasons.batch_not_split); rounding down here only
+    guards runs stored before that check."""
     return max(1, global_batch // (devices * gradient_accumulation))
 
 
