@@ -215,6 +215,14 @@ def endpoint_not_ready(endpoint_id: str, phase: str) -> str:
     return f"endpoint {endpoint_id} is {phase}; it answers requests once READY"
 
 
+def endpoint_ended(endpoint_id: str, phase: str, detail: str | None) -> str:
+    """A request through the trainer to an endpoint that has ended (TERMINATED, FAILED): refused
+    with its phase and why, since it will never be READY again."""
+    why = f" ({detail})" if detail else ""
+    return (f"endpoint {endpoint_id} is {phase}{why} and answers no more requests; "
+            "`training endpoints create` starts a new one")
+
+
 def endpoint_name_taken(name: str, endpoint_id: str, phase: str) -> str:
     return f"endpoint name {name} is taken by {endpoint_id} ({phase})"
 

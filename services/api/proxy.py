@@ -130,7 +130,8 @@ class Gateway:
         doc = await self._find(body.get("model"), who)
         outcome["endpoint"] = doc["id"]
         if EndpointPhase(doc["phase"]).is_terminal:
-            raise Conflict(reasons.endpoint_not_ready(doc["id"], doc["phase"]), details={"phase": doc["phase"]})
+            raise Conflict(reasons.endpoint_ended(doc["id"], doc["phase"], doc.get("detail")),
+                           details={"phase": doc["phase"]})
         _refuse_unless_ready(doc)
         if not _recorded_recently(doc, time.time()):
             doc = await asyncio.to_thread(_record_request, self.context, doc["id"])

@@ -100,6 +100,12 @@ def test_proxy_refuses_an_endpoint_that_is_not_ready_with_its_phase(client, admi
     assert resp.status_code == 404
     assert resp.json()["error"]["message"] == "no endpoint has the id or name nobody; `training endpoints get` lists them"
     assert client.get("/v1/models", headers=admin).json == {"object": "list", "data": []}
+    client.delete(f"/v1/endpoints/{ep['id']}", headers=admin)  # QUEUED: TERMINATED at once
+    resp = http.post(f"{api_url}/v1/completions", headers=admin, json={"model": ep["id"], "prompt": "x"})
+    assert resp.status_code == 409 and resp.json()["error"]["details"] == {"phase": "TERMINATED"}
+    assert resp.json()["error"]["message"] == (
+        f"endpoint {ep['id']} is TERMINATED (stopped by the user) and answers no more requests; "
+        "`training endpoints create` starts a new one")
 
 
 def test_a_queued_endpoint_says_what_it_waits_on(client, admin, dataset, app, config):

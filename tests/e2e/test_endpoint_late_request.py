@@ -95,7 +95,8 @@ def test_request_that_arrives_as_the_endpoint_stops_is_refused(stack):
     assert done["lastRequestAt"] == last_request  # refused requests are not recorded
     resp = completion(stack, ep["id"])
     assert resp.status_code == 409 and resp.json()["error"]["message"] == (
-        f"endpoint {ep['id']} is TERMINATED; it answers requests once READY")
+        f"endpoint {ep['id']} is TERMINATED (stopped by the user) and answers no more requests; "
+        "`training endpoints create` starts a new one")
 
 
 def test_request_to_an_endpoint_whose_process_just_died_is_refused_or_502(stack):

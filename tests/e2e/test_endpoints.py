@@ -95,7 +95,8 @@ def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
     assert stack.get(f"/v1/endpoints/{ep['id']}/logs?lines=10000").json()["lines"][:1] == log["lines"][:1]  # still
     resp = stack.post("/v1/chat/completions", json={"model": ep["id"], "messages": [{"role": "user", "content": "x"}]})
     assert resp.status_code == 409 and resp.json()["error"]["message"] == (
-        f"endpoint {ep['id']} is TERMINATED; it answers requests once READY")
+        f"endpoint {ep['id']} is TERMINATED (stopped by the user) and answers no more requests; "
+        "`training endpoints create` starts a new one")
 
 
 def test_idle_stop_counts_only_requests_through_the_trainer(stack):
