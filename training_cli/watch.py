@@ -14,10 +14,13 @@ from training_cli.output import console, duration, number
 
 POLL_S = 1.0
 TERMINAL = {str(s) for s in RunStatus.terminal()}
+# Where following a run ends: it has ended, or it is PAUSED (nothing moves until someone resumes it).
+STOPPED = TERMINAL | {str(RunStatus.PAUSED)}
 
 
-def is_terminal(run: dict[str, Any]) -> bool:
-    return str(run.get("status")) in TERMINAL
+def has_stopped(run: dict[str, Any]) -> bool:
+    """The run has ended or is PAUSED: watching it longer would show nothing new."""
+    return str(run.get("status")) in STOPPED
 
 
 class EventCursor:
@@ -36,8 +39,8 @@ class EventCursor:
 def watch_run(
     client: ApiClient, run_id: str, *, show_events: bool = True, sleep: Callable[[float], None] = time.sleep
 ) -> dict[str, Any]:
-    """Show a live progress bar (step/total, loss, tokens/s, ETA, status) until the run is terminal,
-    printing its events above the bar; returns the final run."""
+    """Show a live progress bar (step/total, loss, tokens/s, ETA, status) until the run has ended
+    or is PAUSED, printing its events above the bar; returns the run as last read."""
     out = console()
     events = EventCursor(client, run_id)
     columns = (
@@ -58,7 +61,7 @@ def watch_run(
                 for event in events.fetch():
                     bar.console.print(tables.event_line(event))
             bar.update(task, **_fields(run))
-            if is_terminal(run):
+            if has_stopped(run):
                 return run
             sleep(POLL_S)
 
@@ -85,7 +88,8 @@ def _fields(run: dict[str, Any]) -> dict[str, Any]:
 def follow_logs(
     client: ApiClient, run_id: str, *, follow: bool, sleep: Callable[[float], None] = time.sleep
 ) -> dict[str, Any] | None:
-    """Print the run's events `TIME LEVEL MESSAGE`; with follow, keep printing until it is terminal."""
+    """Print the run's events `TIME LEVEL MESSAGE`; with follow, keep printing until it has ended or
+    is PAUSED."""
     out = console()
     events = EventCursor(client, run_id)
     while True:
@@ -94,7 +98,7 @@ def follow_logs(
         while batch := events.fetch():
             for event in batch:
                 out.print(tables.event_line(event))
-        if not follow or is_terminal(run):
+        if not follow or has_stopped(run):
             return run
         sleep(POLL_S)
 

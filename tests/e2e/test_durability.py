@@ -11,6 +11,7 @@ import requests
 from safetensors.torch import load_file
 
 from tests.e2e.stack import start_stack, stop_stack
+from tests.e2e.test_cli_flow import cli
 from tests.e2e.test_run_through_services import upload_sample, wait_terminal
 
 PLAN = {"method": "sft", "model": "builtin/tiny-qwen3",
@@ -70,6 +71,11 @@ def test_pause_then_resume_continues_exactly(stack, dataset, uninterrupted):
     assert pause_snap["contents"]["trainingState"] and pause_snap["step"] == paused["progress"]["step"] < 60
     pool = next(p for p in stack.get("/v1/info").json()["pools"] if p["name"] == "default")
     assert pool["freeGpus"] == 2
+    # following a PAUSED run returns (nothing moves until it is resumed) instead of waiting for ever
+    watched = cli(stack, "runs", "watch", run["id"], check=False)
+    assert watched.returncode == 1 and watched.stdout.splitlines()[-2:] == [
+        f"run {run['id']}: PAUSED", f"`training runs resume {run['id']}` continues it from its training state"]
+    assert "paused" in cli(stack, "runs", "logs", "-f", run["id"]).stdout.lower()
     assert stack.post(f"/v1/runs/{run['id']}/resume").json()["status"] in ("QUEUED", "STARTING", "RUNNING")
     done = wait_terminal(stack, run["id"])
     assert done["status"] == "SUCCEEDED", events(stack, run["id"])
@@ -124,7 +130,6 @@ def test_import_layout1_and_branch_from_it_with_the_cli(stack, dataset, tmp_path
     import shutil
 
     from shared.plans import parse_plan
-    from tests.e2e.test_cli_flow import cli
     from tests.e2e.test_run_through_services import SAMPLE
     from tests.trainer_worker.layout1 import make_layout1_snapshot
 

@@ -129,9 +129,11 @@ def delete(cli: CliContext, run_id: str, fmt: str) -> None:
 @click.argument("run_id", metavar="ID")
 @pass_cli
 def watch(cli: CliContext, run_id: str) -> None:
-    """Live progress until the run ends; exit code 0 if it SUCCEEDED, else 1."""
+    """Live progress until the run ends or is paused; exit code 0 if it SUCCEEDED, else 1."""
     run = watch_run(cli.client, run_id)
     click.echo(f"run {run_id}: {run.get('status')}" + (f": {run['detail']}" if run.get("detail") else ""))
+    if run.get("status") == "PAUSED":
+        click.echo(f"`training runs resume {run_id}` continues it from its training state")
     sys.exit(0 if run.get("status") == "SUCCEEDED" else 1)
 
 
