@@ -6,6 +6,7 @@ constant or a small formatter here and nowhere else. Tests check them letter for
 
 from __future__ import annotations
 
+import json
 import signal
 
 
@@ -402,3 +403,29 @@ def grpo_on_sft_run(method: str) -> str:
 def endpoint_log_missing(endpoint_id: str, phase: str) -> str:
     """GET /v1/endpoints/ID/logs before its serving process was ever started (or after its log went)."""
     return f"endpoint {endpoint_id} has no serving log ({phase}); its log starts with its serving process"
+
+
+# --- Snapshot manifests, adapters and comparisons: refusals that leave nothing behind.
+
+def manifest_field_invalid(manifest_path: str, field: str, must: str, value: object) -> str:
+    """An imported snapshot's manifest holds a field of the wrong type or value (`must` says what it
+    must be, e.g. "a JSON object or null")."""
+    if isinstance(value, dict):
+        got = "a JSON object"
+    elif isinstance(value, list):
+        got = "a list"
+    elif isinstance(value, str):
+        got = f"the string {json.dumps(value if len(value) <= 60 else value[:57] + '...')}"
+    else:
+        got = json.dumps(value)  # null, true, false or a number
+    return f"{manifest_path}: {field} must be {must}, not {got}"
+
+
+def snapshot_has_no_weights(snapshot_id: str) -> str:
+    """GET /v1/snapshots/ID/adapter on a snapshot whose manifest lists no weights."""
+    return f"snapshot {snapshot_id} holds no weights (its manifest lists none), so it has no adapter to download"
+
+
+def comparison_not_queued(comparison_id: str) -> str:
+    """An evaluation withdrawn because its comparison failed to queue the rest of its evaluations."""
+    return f"withdrawn: comparison {comparison_id} could not queue all of its evaluations, so it queued none"

@@ -13,7 +13,8 @@ from typing import Any
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of
 from services.api.context import Context
-from services.api.evaluations import cancel_evaluation, create_evaluation, visible_snapshot
+from services.api.evaluations import (cancel_evaluation, check_evaluation, store_evaluation, visible_snapshot,
+                                      withdraw_evaluation)
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, Unprocessable, ValidationFailed
@@ -32,8 +33,10 @@ def _restore_kind(context: Context, snapshot: dict[str, Any]) -> str:
 
 
 def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
-    """Check every snapshot first (404 unknown, 422 unreadable weights or mixed models), then store
-    the comparison and queue one evaluation per snapshot."""
+    """Check every snapshot (404 unknown, 422 unreadable weights or mixed models) and every
+    evaluation it would queue (dataset, pool, claim) before anything is written; then queue one
+    evaluation per snapshot and store the comparison naming them. A refused comparison stores
+    nothing, and one whose queueing fails part-way withdraws the evaluations it had queued."""
     spec = parse_comparison(body)
     workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
     snapshots = [visible_snapshot(context, snapshot_id, who, "snapshots") for snapshot_id in spec["snapshots"]]
@@ -49,28 +52,26 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
     if context.config.pool(pool_name) is None:
         raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
                                details={"field": "pool", "pools": list(context.config.pools)})
-    context.claims(checked=True).check(kind="evaluation", pool=pool_name, gpus=1, workload=workload)
+    checked = [check_evaluation(context, who=who, checked_snapshot=snap, body={
+        "model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
+        "workload": workload, "maxTokens": spec["maxTokens"]}) for snap in snapshots]
     comparison_id = new_id(Kind.COMPARISON)
+    evaluations: list[str] = []
+    try:
+        for one in checked:
+            evaluations.append(store_evaluation(context, one, comparison=comparison_id)["id"])
+    except Exception:
+        for evaluation_id in evaluations:
+            withdraw_evaluation(context, evaluation_id, detail=reasons.comparison_not_queued(comparison_id))
+        raise
     rows = [{"snapshot": snap["id"], "run": snap.get("run"), "step": snap.get("step"),
              "restore": _restore_kind(context, snap)} for snap in snapshots]
-    context.store.create({
+    doc = context.store.create({
         "id": comparison_id, "kind": "comparison", "workload": workload, "model": model,
-        "dataset": spec["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": [], "detail": None,
+        "dataset": spec["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": evaluations, "detail": None,
     })
-    evaluations = []
-    for snap in snapshots:
-        request = {"model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
-                   "workload": workload, "maxTokens": spec["maxTokens"]}
-        evaluations.append(create_evaluation(context, body=request, who=who, comparison=comparison_id,
-                                             checked_snapshot=snap)["id"])
-
-    def attach(doc: dict[str, Any]) -> dict[str, Any]:
-        doc["evaluations"] = evaluations
-        return doc
-
-    context.store.update(comparison_id, attach)
     context.store.add_event(comparison_id, f"queued {len(evaluations)} evaluation(s) in pool {pool_name}")
-    return comparison_view(context, context.store.get(comparison_id))
+    return comparison_view(context, doc)
 
 
 def get_comparison(context: Context, comparison_id: str) -> dict[str, Any]:

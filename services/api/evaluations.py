@@ -44,9 +44,10 @@ def _judge(context: Context, judge: str, who: Principal) -> dict[str, Any]:
     return doc
 
 
-def create_evaluation(context: Context, *, body: Any, who: Principal, comparison: str | None = None,
-                      checked_snapshot: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Store a QUEUED evaluation and queue its claim; every refusal happens before anything is stored."""
+def check_evaluation(context: Context, *, body: Any, who: Principal,
+                     checked_snapshot: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every refusal of an evaluation request, with nothing written: the evaluation document to
+    store (its id drawn) and the claim queue that checked it, for `store_evaluation`."""
     spec = parse_evaluation(body)
     workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
     context.catalog.raw(spec["model"])  # 404 naming the model when it is not in the catalog
@@ -69,22 +70,32 @@ def create_evaluation(context: Context, *, body: Any, who: Principal, comparison
                   field_prefix="evaluation field rewards")
     claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
     claims.check(kind="evaluation", pool=pool_name, gpus=spec["gpus"], workload=workload)
-    evaluation_id = new_id(Kind.EVALUATION)
-    doc = context.store.create({
-        "id": evaluation_id, "kind": "evaluation", "workload": workload,
+    doc = {
+        "id": new_id(Kind.EVALUATION), "kind": "evaluation", "workload": workload,
         "status": EvaluationStatus.QUEUED.value, "detail": None,
         "model": spec["model"], "snapshot": spec["snapshot"],
         "run": (snap or {}).get("run"), "step": (snap or {}).get("step"),
         "dataset": dataset["id"], "datasetDigest": dataset["digest"], "datasetFormat": dataset["format"],
         "gpus": spec["gpus"], "pool": pool_name, "judge": spec["judge"], "rewards": spec["rewards"],
-        "maxTokens": spec["maxTokens"], "comparison": comparison,
+        "maxTokens": spec["maxTokens"], "comparison": None,
         "progress": {"rows": 0, "totalRows": dataset.get("rows")},
         "metrics": None, "results": None,
         "cancelRequested": False, "attempts": 0, "startedAt": None, "finishedAt": None,
         "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": [], "position": None},
-    })
-    return queue_for_devices(context, doc, kind="evaluation", claims=claims, model=spec["model"],
-                             event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
+    }
+    return {"doc": doc, "claims": claims}
+
+
+def store_evaluation(context: Context, checked: dict[str, Any], *, comparison: str | None = None) -> dict[str, Any]:
+    """Store an evaluation `check_evaluation` accepted, QUEUED, and queue its claim."""
+    doc = context.store.create({**checked["doc"], "comparison": comparison})
+    return queue_for_devices(context, doc, kind="evaluation", claims=checked["claims"], model=doc["model"],
+                             event=f"queued in pool {doc['pool']} for {doc['gpus']} GPU(s)")
+
+
+def create_evaluation(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
+    """Store a QUEUED evaluation and queue its claim; every refusal happens before anything is stored."""
+    return store_evaluation(context, check_evaluation(context, body=body, who=who))
 
 
 def get_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:
@@ -96,6 +107,19 @@ def cancel_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:
     """QUEUED: cancelled at once, its claim released. STARTING/RUNNING: the worker stops between
     rows and ends it CANCELLED."""
     get_evaluation(context, evaluation_id)
+    return _cancel(context, evaluation_id, detail=reasons.CANCELLED_WHILE_QUEUED, by="the user")
+
+
+def withdraw_evaluation(context: Context, evaluation_id: str, *, detail: str) -> dict[str, Any]:
+    """Cancel an evaluation the API itself queued moments ago (a comparison that could not queue
+    all of its evaluations), its claim released; one that has ended is left as it is."""
+    try:
+        return _cancel(context, evaluation_id, detail=detail, by="the API")
+    except Conflict:
+        return context.store.require(evaluation_id, "evaluation")
+
+
+def _cancel(context: Context, evaluation_id: str, *, detail: str, by: str) -> dict[str, Any]:
     released: list[str] = []
 
     def cancel(doc: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +128,7 @@ def cancel_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:
             raise Conflict(reasons.evaluation_ended(evaluation_id, status), details={"status": status})
         if status == EvaluationStatus.QUEUED:
             doc["status"] = evaluation_transition(status, EvaluationStatus.CANCELLED).value
-            doc["detail"] = reasons.CANCELLED_WHILE_QUEUED
+            doc["detail"] = detail
             doc["finishedAt"] = now_iso()
             released.append((doc.get("scheduling") or {}).get("claim"))
         else:
@@ -114,8 +138,8 @@ def cancel_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:
     doc = context.store.update(evaluation_id, cancel)
     for claim_id in filter(None, released):
         context.claims().release(claim_id)
-    context.store.add_event(evaluation_id, "cancelled by the user" if doc["status"] == "CANCELLED"
-                            else "cancel requested by the user")
+    context.store.add_event(evaluation_id, f"cancelled by {by}" if doc["status"] == "CANCELLED"
+                            else f"cancel requested by {by}")
     return doc
 
 

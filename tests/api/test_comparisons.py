@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from services.api.comparisons import comparison_status, mark_best
+from services.scheduler.queue import ClaimQueue
 from shared.ids import Kind, new_id
 
 
@@ -124,3 +125,51 @@ def test_delete_cancels_the_evaluations_that_have_not_ended(client, admin, datas
     assert again.status_code == 409
     assert again.json["error"]["message"] == f"comparison {cmp['id']} has already ended (CANCELLED)"
     assert client.delete("/v1/comparisons/cmp-nope", headers=admin).status_code == 404
+
+
+def claims_waiting(app) -> list[dict]:
+    context = app.extensions["trainer"]
+    return ClaimQueue(context.redis, context.keys).waiting("default")
+
+
+@pytest.mark.parametrize("model, dataset_id, message", [
+    ("builtin/tiny-qwen3", "ds-nope", "dataset ds-nope does not exist"),
+    ("nope/nope", None, "model nope/nope is not in this deployment's catalog"),
+])
+def test_a_refused_comparison_stores_nothing_and_queues_no_claim(client, admin, app, dataset, store,
+                                                                model, dataset_id, message):
+    """The checks each evaluation makes (dataset, model, pool, claim) run before anything is stored."""
+    resp = compare(client, admin, [snapshot(store, model=model), snapshot(store, model=model)], dataset_id or dataset)
+    assert resp.status_code == 404 and resp.json["error"]["message"] == message
+    assert client.get("/v1/comparisons", headers=admin).json["items"] == []
+    assert client.get("/v1/evaluations", headers=admin).json["items"] == []
+    assert claims_waiting(app) == []
+
+
+def test_a_comparison_that_fails_part_way_withdraws_what_it_queued(client, admin, app, dataset, store,
+                                                                  monkeypatch):
+    """Every refusal comes before the first write; should queueing itself fail after the first
+    evaluation (Redis lost mid-request), the evaluations already queued are cancelled, their claims
+    released, and no comparison is stored."""
+    from services.api import comparisons
+
+    stored = []
+
+    def store_then_fail(context, checked, *, comparison):
+        if stored:
+            raise ConnectionError("redis went away")
+        stored.append(real_store(context, checked, comparison=comparison))
+        return stored[-1]
+
+    real_store = comparisons.store_evaluation
+    monkeypatch.setattr(comparisons, "store_evaluation", store_then_fail)
+    resp = compare(client, admin, [snapshot(store), snapshot(store), snapshot(store)], dataset)
+    assert resp.status_code == 500 and resp.json["error"]["code"] == "internal"
+    assert client.get("/v1/comparisons", headers=admin).json["items"] == []
+    [withdrawn] = client.get("/v1/evaluations", headers=admin).json["items"]
+    assert withdrawn["id"] == stored[0]["id"] and withdrawn["status"] == "CANCELLED"
+    assert withdrawn["detail"] == (f"withdrawn: comparison {withdrawn['comparison']} could not queue all of its "
+                                   "evaluations, so it queued none")
+    assert claims_waiting(app) == []
+    events = client.get(f"/v1/evaluations/{withdrawn['id']}/events", headers=admin).json["items"]
+    assert events[-1]["message"] == "cancelled by the API"

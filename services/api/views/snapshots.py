@@ -11,6 +11,7 @@ from services.api.auth import principal, require_workload, visible
 from services.api.branches import with_readable
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
+from shared import reasons
 from shared.errors import NotFound, ValidationFailed
 
 bp = Blueprint("snapshots", __name__)
@@ -50,14 +51,20 @@ def get_snapshot(snapshot_id: str):
 @bp.get("/v1/snapshots/<snapshot_id>/adapter")
 def download_adapter(snapshot_id: str):
     doc = _snapshot(snapshot_id)
-    adapter_dir = ctx().artifacts.path(doc["path"], doc["contents"]["weights"].get("path", "adapter"))
-    if not adapter_dir.is_dir():
+    weights = (doc.get("contents") or {}).get("weights")
+    if not isinstance(weights, dict):  # null, or (stored before manifests were checked) not an object
+        raise NotFound(reasons.snapshot_has_no_weights(snapshot_id), details={"id": snapshot_id})
+    snapshot_dir = ctx().artifacts.path(doc["path"]).resolve()
+    adapter_dir = (snapshot_dir / str(weights.get("path") or "adapter")).resolve()
+    files = []
+    if adapter_dir.is_dir() and adapter_dir.is_relative_to(snapshot_dir):  # a stored path may not leave it
+        files = sorted(f for f in adapter_dir.iterdir() if f.is_file() and f.name.startswith("adapter_"))
+    if not files:
         raise NotFound(f"snapshot {snapshot_id} has no adapter files on disk", details={"id": snapshot_id})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for file in sorted(adapter_dir.iterdir()):
-            if file.is_file() and file.name.startswith("adapter_"):
-                tar.add(file, arcname=file.name)
+        for file in files:
+            tar.add(file, arcname=file.name)
     buffer.seek(0)
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,
                      download_name=f"{snapshot_id}-adapter.tar.gz")

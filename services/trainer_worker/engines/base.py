@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Callable, Protocol
 
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
@@ -187,11 +187,62 @@ def read_manifest(snapshot_dir: Path) -> dict[str, Any]:
     missing = [k for k in MANIFEST_KEYS if k not in manifest]
     if missing:
         raise ValidationFailed(f"{path} lacks {', '.join(missing)}", details={"path": str(path), "missing": missing})
-    if not isinstance(manifest["layout"], int) or isinstance(manifest["layout"], bool):
-        raise ValidationFailed(f"{path}: layout must be an integer", details={"path": str(path)})
-    if manifest["layout"] == 1:
+    if manifest["layout"] == 1:  # its parts come from its files, whatever it says of them
         manifest = {**manifest, **_layout1_parts(snapshot_dir)}
+    _check_manifest_fields(manifest, path)
     return manifest
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _inside(value: Any) -> bool:
+    """A path relative to the snapshot directory that stays inside it ("." is the directory itself)."""
+    if not isinstance(value, str) or not value:
+        return False
+    parts = PurePosixPath(value.replace("\\", "/"))
+    return not parts.is_absolute() and not PureWindowsPath(value).drive and ".." not in parts.parts
+
+
+# field -> (what it must be, the test); optional fields may also be absent
+_MANIFEST_FIELDS: dict[str, tuple[str, Any]] = {
+    "layout": ("a whole number of at least 1", lambda v: _whole(v, 1)),
+    "step": ("a whole number of 0 or more", lambda v: _whole(v, 0)),
+    "gpus": ("a whole number of at least 1", lambda v: _whole(v, 1)),
+    "model": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "method": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "precision": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "engine": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "run": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "weights": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+    "trainingState": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+}
+_PART_FIELDS: dict[str, tuple[str, Any]] = {
+    "format": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "path": ("a relative path inside the snapshot directory", _inside),
+}
+
+
+def _check_manifest_fields(manifest: dict[str, Any], path: Path) -> None:
+    """Every field a reader of the manifest uses has the type it needs (a 400 naming the first that
+    does not), so nothing downstream meets a string where it wants an object."""
+    from shared import reasons
+    from shared.errors import ValidationFailed
+
+    def refuse(name: str, must: str, value: Any) -> None:
+        raise ValidationFailed(reasons.manifest_field_invalid(str(path), name, must, value),
+                               details={"path": str(path), "manifestField": name})
+
+    for name, (must, ok) in _MANIFEST_FIELDS.items():
+        if name in manifest and not ok(manifest[name]):
+            refuse(name, must, manifest[name])
+    for part in ("weights", "trainingState"):
+        for name, (must, ok) in _PART_FIELDS.items():
+            if manifest.get(part) is None or (name == "path" and name not in manifest[part]):
+                continue  # a part may be absent; its path defaults to the part's directory
+            if not ok(manifest[part].get(name)):
+                refuse(f"{part}.{name}", must, manifest[part].get(name))
 
 
 def _layout1_parts(snapshot_dir: Path) -> dict[str, Any]:
@@ -211,11 +262,18 @@ def readable_parts(manifest: dict[str, Any]) -> dict[str, bool]:
 
     Training state is only of use beside readable weights (an HF checkpoint resumes both).
     """
-    weights = (manifest.get("weights") or {}).get("format") in READABLE_WEIGHTS_FORMATS
-    state = (manifest.get("trainingState") or {}).get("format") in READABLE_TRAINING_STATE_FORMATS
+    weights = _part_format(manifest, "weights") in READABLE_WEIGHTS_FORMATS
+    state = _part_format(manifest, "trainingState") in READABLE_TRAINING_STATE_FORMATS
     if manifest.get("layout") not in (1, SNAPSHOT_LAYOUT):
         weights = state = False
     return {"weights": weights, "trainingState": weights and state}
+
+
+def _part_format(manifest: dict[str, Any], part: str) -> Any:
+    """The part's format; None when it has none (or, in a document stored before manifests were
+    checked, is not an object)."""
+    value = manifest.get(part)
+    return value.get("format") if isinstance(value, dict) else None
 
 
 def check_restore(job: TrainingJob) -> dict[str, Any] | None:

@@ -1,0 +1,132 @@
+"""`POST /v1/snapshots/import` and `GET /v1/snapshots/ID/adapter` through the API, on snapshot
+directories written by hand: every manifest field of the wrong type is a 400 naming it (and nothing
+is stored), and a snapshot with no weights answers a 404 saying so. Importing directories that real
+training wrote is tests/trainer_worker/test_layout1.py and tests/e2e."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from shared.ids import Kind, new_id
+
+MANIFEST = {"layout": 2, "run": "run-elsewhere", "step": 8, "method": "sft", "engine": "sft-single",
+            "precision": "fp32", "model": "builtin/tiny-qwen3", "gpus": 1, "release": "0.6.0",
+            "weights": {"format": "peft-safetensors", "path": "adapter"},
+            "trainingState": {"format": "hf-trainer", "path": "training_state"}}
+
+
+def snapshot_dir(tmp_path, **fields):
+    """A layout-2 snapshot directory whose manifest is MANIFEST with `fields` changed (`...` drops
+    one); the adapter files hold placeholder bytes, which neither import nor download reads."""
+    manifest = {k: v for k, v in {**MANIFEST, **fields}.items() if v is not ...}
+    directory = tmp_path / "snap"
+    (directory / "adapter").mkdir(parents=True)
+    (directory / "adapter" / "adapter_config.json").write_text("{}")
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    (directory / "snapshot.json").write_text(json.dumps(manifest))
+    return directory
+
+
+def import_(client, headers, path):
+    return client.post("/v1/snapshots/import", headers=headers, json={"path": str(path)})
+
+
+def test_import_then_download_the_adapter(client, admin, tmp_path):
+    resp = import_(client, admin, snapshot_dir(tmp_path))
+    assert resp.status_code == 201, resp.json
+    snap = resp.json
+    assert snap["imported"] and snap["sourceRun"] == "run-elsewhere" and snap["step"] == 8
+    assert snap["readable"] == {"weights": True, "trainingState": True}
+    download = client.get(f"/v1/snapshots/{snap['id']}/adapter", headers=admin)
+    assert download.status_code == 200
+    with tarfile.open(fileobj=io.BytesIO(download.data), mode="r:gz") as tar:
+        assert sorted(tar.getnames()) == ["adapter_config.json", "adapter_model.safetensors"]
+
+
+@pytest.mark.parametrize("fields, field, sentence", [
+    ({"weights": "adapter"}, "weights", 'weights must be a JSON object or null, not the string "adapter"'),
+    ({"weights": ["adapter"]}, "weights", "weights must be a JSON object or null, not a list"),
+    ({"trainingState": 3}, "trainingState", "trainingState must be a JSON object or null, not 3"),
+    ({"weights": {"path": "adapter"}}, "weights.format", "weights.format must be a non-empty string, not null"),
+    ({"trainingState": {"format": ["hf-trainer"]}}, "trainingState.format",
+     "trainingState.format must be a non-empty string, not a list"),
+    ({"weights": {"format": "peft-safetensors", "path": "/etc"}}, "weights.path",
+     'weights.path must be a relative path inside the snapshot directory, not the string "/etc"'),
+    ({"weights": {"format": "peft-safetensors", "path": "../../x"}}, "weights.path",
+     'weights.path must be a relative path inside the snapshot directory, not the string "../../x"'),
+    ({"weights": {"format": "peft-safetensors", "path": None}}, "weights.path",
+     "weights.path must be a relative path inside the snapshot directory, not null"),
+    ({"layout": "2"}, "layout", 'layout must be a whole number of at least 1, not the string "2"'),
+    ({"layout": True}, "layout", "layout must be a whole number of at least 1, not true"),
+    ({"step": "8"}, "step", 'step must be a whole number of 0 or more, not the string "8"'),
+    ({"step": -1}, "step", "step must be a whole number of 0 or more, not -1"),
+    ({"step": 8.5}, "step", "step must be a whole number of 0 or more, not 8.5"),
+    ({"gpus": 0}, "gpus", "gpus must be a whole number of at least 1, not 0"),
+    ({"gpus": None}, "gpus", "gpus must be a whole number of at least 1, not null"),
+    ({"gpus": {"count": 2}}, "gpus", "gpus must be a whole number of at least 1, not a JSON object"),
+    ({"model": None}, "model", "model must be a non-empty string, not null"),
+    ({"method": ["sft"]}, "method", "method must be a non-empty string, not a list"),
+    ({"precision": ""}, "precision", 'precision must be a non-empty string, not the string ""'),
+    ({"engine": 1}, "engine", "engine must be a string or null, not 1"),
+    ({"run": {"id": "run-1"}}, "run", "run must be a string or null, not a JSON object"),
+])
+def test_a_manifest_field_of_the_wrong_type_is_a_400_naming_it(client, admin, tmp_path, fields, field, sentence):
+    directory = snapshot_dir(tmp_path, **fields)
+    resp = import_(client, admin, directory)
+    assert resp.status_code == 400, resp.json
+    assert resp.json["error"]["code"] == "invalid"
+    assert resp.json["error"]["message"] == f"{directory / 'snapshot.json'}: {sentence}"
+    assert resp.json["error"]["details"]["manifestField"] == field
+    assert client.get("/v1/snapshots", headers=admin).json["items"] == []  # nothing stored
+
+
+def test_other_bad_paths_and_manifests(client, admin, tmp_path):
+    resp = client.post("/v1/snapshots/import", headers=admin, json={"path": "~nosuchuser-xyz/snap"})
+    assert resp.status_code == 400
+    assert resp.json["error"]["message"] == "path ~nosuchuser-xyz/snap must be absolute: the API reads it on its own machine"
+    directory = snapshot_dir(tmp_path, gpus=...)
+    resp = import_(client, admin, directory)
+    assert resp.status_code == 400 and resp.json["error"]["message"] == f"{directory / 'snapshot.json'} lacks gpus"
+    (directory / "snapshot.json").write_text('["layout", 2]')
+    resp = import_(client, admin, directory)
+    assert resp.status_code == 400
+    assert resp.json["error"]["message"] == f"{directory / 'snapshot.json'} is not a JSON object"
+    assert client.get("/v1/snapshots", headers=admin).json["items"] == []
+
+
+def test_a_snapshot_without_weights_imports_but_has_no_adapter_to_download(client, admin, tmp_path):
+    resp = import_(client, admin, snapshot_dir(tmp_path, weights=None, trainingState=None))
+    assert resp.status_code == 201, resp.json
+    snap = resp.json
+    assert snap["contents"] == {"weights": None, "trainingState": None}
+    assert snap["readable"] == {"weights": False, "trainingState": False}
+    download = client.get(f"/v1/snapshots/{snap['id']}/adapter", headers=admin)
+    assert download.status_code == 404
+    assert download.json["error"] == {
+        "code": "not_found", "details": {"id": snap["id"]},
+        "message": f"snapshot {snap['id']} holds no weights (its manifest lists none), so it has no adapter to download"}
+
+
+def test_snapshots_stored_before_manifests_were_checked_still_read(client, admin, app):
+    """A snapshot imported by an older API may hold parts that are not objects, or a weights path
+    outside its directory: listing it works, its parts read as unreadable, and its adapter is a 404."""
+    store = app.extensions["trainer"].store
+    base = {"kind": "snapshot", "run": None, "workload": "runs", "step": 1, "layout": 2, "gpus": 1, "method": "sft",
+            "engine": None, "precision": "fp32", "model": "builtin/tiny-qwen3", "final": False, "imported": True,
+            "path": "imported/x", "detail": None}
+    text = store.create({**base, "id": new_id(Kind.SNAPSHOT), "contents": {"weights": "adapter", "trainingState": []}})
+    outside = store.create({**base, "id": new_id(Kind.SNAPSHOT),
+                            "contents": {"weights": {"format": "peft-safetensors", "path": "../../.."},
+                                         "trainingState": None}})
+    listed = {s["id"]: s["readable"] for s in client.get("/v1/snapshots", headers=admin).json["items"]}
+    assert listed[text["id"]] == {"weights": False, "trainingState": False}
+    resp = client.get(f"/v1/snapshots/{text['id']}/adapter", headers=admin)
+    assert resp.status_code == 404 and resp.json["error"]["message"] == (
+        f"snapshot {text['id']} holds no weights (its manifest lists none), so it has no adapter to download")
+    resp = client.get(f"/v1/snapshots/{outside['id']}/adapter", headers=admin)
+    assert resp.status_code == 404
+    assert resp.json["error"]["message"] == f"snapshot {outside['id']} has no adapter files on disk"
