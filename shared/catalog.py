@@ -1,8 +1,9 @@
 """The base-model catalog (SPEC 2.1): entries from the deployment config, with their facts.
 
 A built-in entry (`builtin: NAME`) is made offline on first use (shared.tiny_models) and its facts
-read from the model it built; a real entry (`path: DIR`) declares its facts in the config and
-loads from that local directory through the same loading code (shared.models).
+read from the model it built; a real entry declares its facts in the config and loads through the
+same loading code (shared.models) from a local directory (`path: DIR`) or, with neither, from the
+local Hugging Face hub cache (its id is the repo id, `revision` optional), never downloading.
 """
 
 from __future__ import annotations
@@ -39,6 +40,23 @@ class Catalog:
             f"model {model_id} is not in this deployment's catalog",
             details={"model": model_id, "catalog": self.ids()},
         )
+
+    def check_loadable(self, model_id: str) -> dict[str, Any]:
+        """The raw entry of a model a new run, evaluation or endpoint names: NotFound (404) when it is
+        not in the catalog, ValidationFailed (400) when a hub-cache entry's snapshot is not in the
+        hub cache, so the user hears it now and not after the work was granted GPUs.
+
+        This looks in the hub cache of the API's machine: the deployment is assumed to give every
+        service the same cache (HF_HUB_CACHE on a volume shared like the artifact root). Looking is
+        cheap (a refs/ file and a directory). The worker looks again when it loads the model
+        (shared.models.model_dir_for), with the same sentence, for a node whose cache differs.
+        A `path:` entry is not checked here: a model directory may be local to the GPU nodes."""
+        from shared.models import hub_snapshot_dir, is_hub_entry
+
+        entry = self.raw(model_id)
+        if is_hub_entry(entry):
+            hub_snapshot_dir(entry)
+        return entry
 
     def get(self, model_id: str) -> dict[str, Any]:
         return self.describe(self.raw(model_id))

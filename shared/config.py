@@ -2,7 +2,8 @@
 
     redisUrl, keyPrefix, artifactRoot, defaultPool
     pools:   {POOL: {nodes: [{name, devices: {kind: cpu|cuda, count, memoryGiB?}}], quotas: {WORKLOAD: GPUS}}}
-    catalog: [{id, builtin?, path?, parameters?, precisions?, ...}]
+    catalog: [{id, builtin?, path?, revision?, parameters?, precisions?, ...}]  (shared/models.py:
+             builtin, a local path, or neither: the id in the Hugging Face hub cache at revision)
     tokens:  [{token, name, workloads: [...], admin: bool}]
     limits:  {maxUploadBytes}
     scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)

@@ -1,35 +1,79 @@
 """The model-load spec: where a catalog model lives on disk, and the one way every engine loads it.
 
-Built-in tiny models and real catalog entries (a local path, for example a Qwen3-8B checkout or a
-hub-cache snapshot directory) go through the same `load_causal_lm` / `load_tokenizer`, always with
+A catalog entry names its model one of three ways:
+    builtin: NAME   a built-in tiny model, built offline on first use (shared.tiny_models)
+    path: DIR       a local directory, for example a Qwen3-8B checkout
+    (neither)       its id is a Hugging Face repo id found in the local hub cache, at the entry's
+                    `revision` (a branch, tag or commit; "main" when absent)
+All three go through the same `load_causal_lm` / `load_tokenizer`, always with
 `local_files_only=True`: nothing is ever downloaded at run time.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.errors import ValidationFailed
 from shared.tiny_models import ensure_builtin
 
 # Plan precision -> the dtype the base weights are loaded in.
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DEFAULT_HUB_REVISION = "main"
+
+
+def is_hub_entry(entry: dict[str, Any]) -> bool:
+    """A catalog entry with neither `builtin` nor `path` loads from the local Hugging Face hub cache."""
+    return not entry.get("builtin") and not entry.get("path")
+
+
+def hub_cache_dir(env: dict[str, str] | None = None) -> Path:
+    """The local Hugging Face hub cache, by huggingface_hub's own rules: HF_HUB_CACHE, else the
+    older HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+    ~/.cache/huggingface/hub. Read on every call, not once at import as huggingface_hub.constants
+    does, so a service (or a test) that sets the variable later is honoured."""
+    env = os.environ if env is None else env
+    cache = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
+    if not cache:
+        home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+        cache = os.path.join(home, "hub")
+    return Path(os.path.expandvars(cache)).expanduser()
+
+
+def hub_snapshot_dir(entry: dict[str, Any]) -> Path:
+    """The hub-cache snapshot directory of a catalog entry with neither `builtin` nor `path`,
+    found offline (`local_files_only`): the entry's id is the repo id, its `revision` (default
+    "main") is resolved through the cache's refs/. Raises ValidationFailed naming the model, the
+    cache looked in and the command that puts it there."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    model_id = entry["id"]
+    revision = str(entry.get("revision") or DEFAULT_HUB_REVISION)
+    cache_dir = hub_cache_dir()
+    details = {"field": "model", "model": model_id, "revision": revision, "cacheDir": str(cache_dir)}
+    try:
+        folder = snapshot_download(model_id, revision=revision, cache_dir=str(cache_dir), local_files_only=True)
+    except HFValidationError:
+        raise ValidationFailed(reasons.hub_model_id_invalid(model_id), details=details) from None
+    except LocalEntryNotFoundError:  # absent, or partly downloaded (IncompleteSnapshotError)
+        raise ValidationFailed(
+            reasons.hub_model_not_cached(model=model_id, revision=revision, cache_dir=str(cache_dir)),
+            details=details,
+        ) from None
+    return Path(folder)
 
 
 def model_dir_for(entry: dict[str, Any], artifacts: ArtifactRoot) -> Path:
-    """The directory holding a catalog entry's config, weights and tokenizer (built-ins are built on demand)."""
+    """The directory holding a catalog entry's config, weights and tokenizer (built-ins are built on
+    demand; a hub-cache entry's is its snapshot directory, never downloaded)."""
     if entry.get("builtin"):
         return ensure_builtin(entry["builtin"], artifacts)
     model_id = entry.get("id", "?")
-    path = entry.get("path")
-    if not path:
-        raise ValidationFailed(
-            f"catalog entry {model_id} names neither a built-in model nor a local path",
-            details={"model": model_id},
-        )
-    directory = Path(path).expanduser()
+    directory = hub_snapshot_dir(entry) if is_hub_entry(entry) else Path(entry["path"]).expanduser()
     if not (directory / "config.json").is_file():
         raise ValidationFailed(
             f"catalog entry {model_id} points at {directory}, which holds no config.json",

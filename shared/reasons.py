@@ -405,6 +405,23 @@ def endpoint_log_missing(endpoint_id: str, phase: str) -> str:
     return f"endpoint {endpoint_id} has no serving log ({phase}); its log starts with its serving process"
 
 
+# --- Catalog models from the Hugging Face hub cache (SPEC 1, 2.1): shared/models.py, shared/catalog.py.
+
+def hub_model_not_cached(*, model: str, revision: str, cache_dir: str) -> str:
+    """A catalog entry with neither `builtin` nor `path` whose snapshot is not in the local hub cache:
+    refused at submission (API) and, should a node's cache differ, when the worker loads it."""
+    revision_flag = "" if revision == "main" else f" --revision {revision}"
+    return (f"model {model} (revision {revision}) is not in the Hugging Face hub cache at {cache_dir}, "
+            f"and the trainer never downloads models; download it into that cache first: "
+            f"hf download {model}{revision_flag} --cache-dir {cache_dir}")
+
+
+def hub_model_id_invalid(model: str) -> str:
+    """A hub-cache catalog entry whose id cannot be a Hugging Face repo id (e.g. two slashes)."""
+    return (f"catalog entry {model} names neither a built-in model nor a local path, and {model} is not a "
+            "Hugging Face repo id (ORG/NAME) to find in the hub cache")
+
+
 # --- Snapshot manifests, adapters and comparisons: refusals that leave nothing behind.
 
 def manifest_field_invalid(manifest_path: str, field: str, must: str, value: object) -> str:

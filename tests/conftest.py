@@ -38,7 +38,8 @@ def key_prefix(redis_url):
         client.delete(*keys)
 
 
-def make_config(redis_url: str, prefix: str, artifact_root, **overrides):
+def make_config(redis_url: str, prefix: str, artifact_root, *, extra_catalog=(), **overrides):
+    """The test deployment; `extra_catalog` adds catalog entries after the two every test knows."""
     raw = {
         "defaultPool": "default",
         "pools": {
@@ -50,6 +51,7 @@ def make_config(redis_url: str, prefix: str, artifact_root, **overrides):
             {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"},
             {"id": "Qwen/Qwen3-8B", "path": "/nonexistent/qwen3-8b", "parameters": 8_000_000_000,
              "precisions": ["bf16"], "gpuCounts": [1, 2, 4, 8]},
+            *extra_catalog,
         ],
         "tokens": [
             {"token": ADMIN_TOKEN, "name": "admin", "admin": True},

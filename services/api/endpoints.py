@@ -25,7 +25,7 @@ from shared.store import now_iso
 def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
     spec = parse_endpoint(body)
     workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["endpoint"]))
-    context.catalog.raw(spec["model"])  # 404 naming the model when it is not in the catalog
+    context.catalog.check_loadable(spec["model"])  # 404 when not in the catalog, 400 when not in the hub cache
     pool_name = spec["pool"] or context.config.default_pool
     if context.config.pool(pool_name) is None:
         raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",

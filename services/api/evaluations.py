@@ -50,7 +50,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     store (its id drawn) and the claim queue that checked it, for `store_evaluation`."""
     spec = parse_evaluation(body)
     workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
-    context.catalog.raw(spec["model"])  # 404 naming the model when it is not in the catalog
+    context.catalog.check_loadable(spec["model"])  # 404 when not in the catalog, 400 when not in the hub cache
     dataset = _dataset(context, spec["dataset"], who)
     pool_name = spec["pool"] or context.config.default_pool
     if context.config.pool(pool_name) is None:

@@ -60,7 +60,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
             details={"field": "execution.gpus", "quota": quota},
         )
     check_grpo_plan(context, plan, who)
-    model = context.catalog.get(plan["model"])
+    model = context.catalog.describe(context.catalog.check_loadable(plan["model"]))
     parent = check_restore(context, plan, who)
     spec = resolve(plan, model=model, pool=pool)
     batch, accumulation = plan["hyperparameters"]["batchSize"], plan["hyperparameters"]["gradientAccumulation"]
