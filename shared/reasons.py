@@ -446,3 +446,18 @@ def snapshot_has_no_weights(snapshot_id: str) -> str:
 def comparison_not_queued(comparison_id: str) -> str:
     """An evaluation withdrawn because its comparison failed to queue the rest of its evaluations."""
     return f"withdrawn: comparison {comparison_id} could not queue all of its evaluations, so it queued none"
+
+
+# --- Lists: ?status= and ?after= (services/api/paging.py, shared/store.py).
+
+def status_unknown(what: str, status: str, known: list[str]) -> str:
+    return f"status {status} is not a state of {what}; they are {', '.join(known)}"
+
+
+def list_has_no_status(what: str) -> str:
+    return f"{what} have no status to filter by; drop ?status="
+
+
+def cursor_unknown(cursor: str) -> str:
+    """?after= names no item of the list: a cursor is the nextCursor a page of this list gave."""
+    return f"after={cursor} is not a cursor of this list; pass the nextCursor of the page before"

@@ -15,7 +15,8 @@ from typing import Any
 
 import redis
 
-from shared.errors import NotFound
+from shared import reasons
+from shared.errors import NotFound, ValidationFailed
 from shared.ids import kind_of
 from shared.keys import Keys
 
@@ -102,7 +103,9 @@ class Store:
         start = 0
         if after:
             rank = self.redis.zrevrank(index, after)
-            start = 0 if rank is None else rank + 1
+            if rank is None:  # not a cursor this list gave: starting over would repeat items silently
+                raise ValidationFailed(reasons.cursor_unknown(after), details={"field": "after"})
+            start = rank + 1
         page: list[dict[str, Any]] = []
         batch = max(limit * 2, 100)
         while len(page) < limit:

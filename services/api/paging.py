@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from flask import request
 
 from services.api.auth import principal
+from shared import reasons
 from shared.errors import ValidationFailed
 
 
@@ -24,21 +26,37 @@ def page_args() -> tuple[int, str | None]:
     return limit, request.args.get("after") or None
 
 
-def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True) -> Callable[[dict[str, Any]], bool]:
+def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True, *, what: str,
+                   statuses: Iterable[str] | None = None) -> Callable[[dict[str, Any]], bool]:
+    """The documents of a list this token may see, narrowed by ?status= (a comma list of
+    `statuses`, the states of `what`: 400 for any other) and ?workload=."""
     who = principal()
     status = request.args.get("status")
-    statuses = {s.strip().upper() for s in status.split(",")} if status else None
+    wanted = states_in(status, what=what, known=statuses) if status else None
     workload = request.args.get("workload")
 
     def where(doc: dict[str, Any]) -> bool:
         return (
             who.may_use(doc.get("workload", ""))
-            and (statuses is None or doc.get("status", doc.get("phase")) in statuses)  # endpoints: phase
+            and (wanted is None or doc.get("status", doc.get("phase")) in wanted)  # endpoints: phase
             and (workload is None or doc.get("workload") == workload)
             and extra(doc)
         )
 
     return where
+
+
+def states_in(raw: str, *, what: str, known: Iterable[str] | None) -> set[str]:
+    """The states a comma list names, each one of `known` (the states of `what`): 400 otherwise."""
+    if known is None:
+        raise ValidationFailed(reasons.list_has_no_status(what), details={"field": "status"})
+    known = [str(k) for k in known]
+    wanted = {s.strip().upper() for s in raw.split(",") if s.strip()}
+    unknown = sorted(wanted - set(known))
+    if unknown or not wanted:
+        raise ValidationFailed(reasons.status_unknown(what, unknown[0] if unknown else raw, known),
+                               details={"field": "status", "statuses": known})
+    return wanted
 
 
 def page(items: list[dict[str, Any]], cursor: str | None) -> dict[str, Any]:

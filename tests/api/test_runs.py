@@ -121,6 +121,20 @@ def test_list_pages_and_filters(client, admin, team, dataset):
     assert client.get(f"/v1/runs/{ids[1]}", headers=team).status_code == 404
     assert client.get("/v1/runs?limit=0", headers=admin).json["error"]["message"] == (
         "limit must be a whole number from 1 to 200, not 0")
+    assert [r["id"] for r in client.get("/v1/runs?status=cancelled,queued", headers=admin).json["items"]] == ids[::-1]
+    # a filter or cursor that cannot match is a mistake to name, not an empty (or first) page
+    resp = client.get("/v1/runs?status=CANCELED", headers=admin)
+    assert resp.status_code == 400 and resp.json["error"]["message"] == (
+        "status CANCELED is not a state of runs; they are QUEUED, STARTING, RUNNING, PAUSED, SUCCEEDED, FAILED, "
+        "CANCELLED")
+    resp = client.get("/v1/runs?after=run-nope", headers=admin)
+    assert resp.status_code == 400 and resp.json["error"] == {
+        "code": "invalid", "details": {"field": "after"},
+        "message": "after=run-nope is not a cursor of this list; pass the nextCursor of the page before"}
+    assert client.get("/v1/datasets?status=READY", headers=admin).json["error"]["message"] == (
+        "datasets have no status to filter by; drop ?status=")
+    assert client.get("/v1/endpoints?phase=READY,GONE", headers=admin).json["error"]["message"].startswith(
+        "status GONE is not a state of endpoints; they are QUEUED, STARTING, READY")
 
 
 def test_team_token_cannot_use_another_workloads_dataset(client, team, dataset):

@@ -8,6 +8,7 @@ from services.api import comparisons as service
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
 from services.api.views import json_object_body
+from shared.states import EvaluationStatus
 
 bp = Blueprint("comparisons", __name__)
 
@@ -22,7 +23,7 @@ def create_comparison():
 @bp.get("/v1/comparisons")
 def list_comparisons():
     limit, after = page_args()
-    where = visible_filter()  # ?status filters on the derived status
+    where = visible_filter(what="comparisons", statuses=EvaluationStatus)  # on the derived status
     shown: dict[str, dict] = {}
 
     def derived(doc: dict) -> bool:

@@ -28,7 +28,7 @@ def upload_dataset():
 @bp.get("/v1/datasets")
 def list_datasets():
     limit, after = page_args()
-    items, cursor = ctx().store.list("ds", where=visible_filter(), limit=limit, after=after)
+    items, cursor = ctx().store.list("ds", where=visible_filter(what="datasets"), limit=limit, after=after)
     return page(items, cursor)
 
 

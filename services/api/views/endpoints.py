@@ -9,9 +9,10 @@ from services.api import endpoints as service
 from services.api import proxy
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_filter
+from services.api.paging import log_page, page, page_args, states_in, visible_filter
 from services.api.scheduling import with_waits
 from services.api.views import json_object_body
+from shared.states import EndpointPhase
 
 bp = Blueprint("endpoints", __name__)
 
@@ -29,9 +30,10 @@ def create_endpoint():
 def list_endpoints():
     limit, after = page_args()
     phase = request.args.get("phase")  # ?status= works too (paging.visible_filter)
-    phases = {p.strip().upper() for p in phase.split(",")} if phase else None
+    phases = states_in(phase, what="endpoints", known=EndpointPhase) if phase else None
     items, cursor = ctx().store.list(
-        "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases), limit=limit, after=after)
+        "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases, what="endpoints",
+                                   statuses=EndpointPhase), limit=limit, after=after)
     return page(_shown(items), cursor)
 
 

@@ -10,6 +10,7 @@ from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
 from services.api.views import json_object_body
+from shared.states import EvaluationStatus
 
 bp = Blueprint("evaluations", __name__)
 
@@ -27,7 +28,8 @@ def create_evaluation():
 def list_evaluations():
     limit, after = page_args()
     comparison = request.args.get("comparison")
-    where = visible_filter((lambda d: d.get("comparison") == comparison) if comparison else (lambda d: True))
+    where = visible_filter((lambda d: d.get("comparison") == comparison) if comparison else (lambda d: True),
+                           what="evaluations", statuses=EvaluationStatus)
     items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after)
     return page(_shown(items), cursor)
 

@@ -10,6 +10,7 @@ from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
 from services.api.views import json_object_body
+from shared.states import RunStatus
 
 bp = Blueprint("runs", __name__)
 
@@ -22,7 +23,7 @@ def create_run():
 @bp.get("/v1/runs")
 def list_runs():
     limit, after = page_args()
-    items, cursor = ctx().store.list("run", where=visible_filter(), limit=limit, after=after)
+    items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit, after=after)
     return page(with_waits(ctx(), items, principal()), cursor)
 
 

@@ -26,7 +26,7 @@ def _snapshot(snapshot_id: str) -> dict:
 def list_snapshots():
     limit, after = page_args()
     run = request.args.get("run")
-    where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True))
+    where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True), what="snapshots")
     items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after)
     return page([with_readable(s) for s in items], cursor)
 
