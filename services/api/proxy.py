@@ -79,7 +79,7 @@ class Gateway:
         await self.redis.aclose()
 
     async def __call__(self, scope: dict, receive, send) -> None:
-        path = scope["path"]
+        path, started = scope["path"], time.perf_counter()
         who: Principal | None = None
         outcome: dict[str, Any] = {"status": 500}
         try:
@@ -96,7 +96,8 @@ class Gateway:
             if "started" not in outcome:
                 await _send_json(send, Internal.status, Internal(reasons.INTERNAL_ERROR).to_dict())
         self.log.info("request", method="POST", path=path, status=outcome["status"],
-                      principal=who.name if who else None, endpoint=outcome.get("endpoint"))
+                      principal=who.name if who else None, endpoint=outcome.get("endpoint"),
+                      ms=round((time.perf_counter() - started) * 1000, 2))  # to the answer's last byte
 
     async def _body(self, scope: dict, receive) -> bytes:
         limit = self.context.config.max_upload_bytes
