@@ -1,6 +1,7 @@
 """The plan decides (SPEC 3.1): pick the engine that trains a plan, or refuse it with the
-sentence users see. `startable_runs` lists, from the same declarations, every combination a
-model can start, so `base-models get MODEL` and the resolver never disagree.
+sentence users see. `startable_runs` lists every combination a model can start by asking
+`resolve` itself, pool by pool, for a plan at the schema's defaults, so `base-models get MODEL`
+and the resolver never disagree.
 
 It also refuses a plan that would not fit the GPU memory of any node that could take it
 (`training_memory_gib`, below, says how that is estimated).
@@ -8,12 +9,14 @@ It also refuses a plan that would not fit the GPU memory of any node that could 
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 from shared import reasons
 from shared.config import Pool
-from shared.engines import ENGINES, RESTORE_NONE, EngineSpec
+from shared.engines import ALL_RESTORES, ENGINES, RESTORE_NONE, EngineSpec
 from shared.errors import Unprocessable
+from shared.plans import AdapterSchema, HyperparametersSchema
 
 
 def _restore_kind(plan: dict[str, Any]) -> str:
@@ -66,26 +69,71 @@ def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> Engin
     )
 
 
+# What the list of startable runs assumes of the parts of a plan the memory estimate reads: the
+# plan schema's own defaults, so a listed run is one that a plan leaving them out starts. A plan
+# with a larger batch, longer rows or a higher rank needs more memory and may be refused.
+ASSUMED_ADAPTER_FIELDS = ("rank", "targetModules")
+ASSUMED_HYPERPARAMETER_FIELDS = ("batchSize", "gradientAccumulation", "maxSeqLength")
+ANY_KL_PENALTY = 0.1  # any klPenalty > 0 resolves alike
+
+
+def startable_assumptions() -> dict[str, dict[str, Any]]:
+    """The adapter and hyperparameters `startable_runs` asks the resolver about (`startableRunsAssume`)."""
+    adapter, hyper = AdapterSchema().load({}), HyperparametersSchema().load({})
+    return {"adapter": {k: adapter[k] for k in ASSUMED_ADAPTER_FIELDS},
+            "hyperparameters": {k: hyper[k] for k in ASSUMED_HYPERPARAMETER_FIELDS}}
+
+
+def startable_plan(*, method: str, gpus: int, precision: str, kl: bool, restore: str,
+                   assumes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The plan a row of `startable_runs` stands for: the row's choices, everything else the defaults."""
+    assumes = assumes or startable_assumptions()
+    plan: dict[str, Any] = {"method": method, "precision": precision, "execution": {"gpus": gpus},
+                            "adapter": dict(assumes["adapter"]), "hyperparameters": dict(assumes["hyperparameters"])}
+    if method == "grpo":
+        plan["grpo"] = {"klPenalty": ANY_KL_PENALTY if kl else 0.0}
+    if restore != RESTORE_NONE:
+        plan["restore"] = {"snapshot": None, "what": restore}
+    return plan
+
+
+def _accepts(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> EngineSpec | None:
+    try:
+        return resolve(plan, model=model, pool=pool)
+    except Unprocessable:
+        return None
+
+
 def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, Any]]:
-    """Every (method, GPU count, precision, KL penalty, restore) some engine trains for `model`
-    on some node of these pools, with the engine that would train it."""
-    rows = []
-    for spec in ENGINES:
-        if model["modality"] not in spec.modalities:
-            continue
-        for gpus in spec.gpu_counts:
-            if gpus not in model["gpuCounts"]:
+    """Every (method, GPU count, precision, KL penalty, restore) that `resolve` accepts for `model` in
+    at least one of `pools`, for the plan `startable_plan` builds (adapter and hyperparameters at
+    their defaults, `startable_assumptions`). Each row names the engine that would train it, the
+    pools that would take it and the memory per GPU it is estimated to need (null: size unknown).
+
+    It asks `resolve` itself, pool by pool, memory fit included, so the list and the resolver
+    cannot disagree. The candidates are all the resolver could accept: a GPU count or precision the
+    model does not declare, or a method no engine trains, is always refused."""
+    assumes = startable_assumptions()
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    candidates = product(dict.fromkeys(spec.method for spec in ENGINES), sorted(set(model["gpuCounts"])),
+                         sorted(set(model["precisions"])), (False, True), ALL_RESTORES)
+    for method, gpus, precision, kl, restore in candidates:
+        plan = startable_plan(method=method, gpus=gpus, precision=precision, kl=kl, restore=restore,
+                              assumes=assumes)
+        if kl and not _kl(plan):
+            continue  # only grpo plans carry a KL penalty
+        for pool in pools:
+            spec = _accepts(plan, model=model, pool=pool)
+            if spec is None:
                 continue
-            kinds = set().union(*(_device_kinds(p, gpus) for p in pools)) if pools else set()
-            for precision in sorted(spec.precisions & set(model["precisions"])):
-                if not any(spec.trains(method=spec.method, gpus=gpus, precision=precision, kl=False,
-                                       restore=RESTORE_NONE, device_kind=k) for k in kinds):
-                    continue
-                for kl in ((False, True) if spec.kl_penalty else (False,)):
-                    for restore in spec.restores:
-                        rows.append({"method": spec.method, "gpus": gpus, "precision": precision,
-                                     "klPenalty": kl, "restore": restore, "engine": spec.name})
-    return rows
+            key = (method, gpus, precision, kl, restore, spec.name)
+            if key not in rows:
+                needs = training_memory_gib(plan, model=model)
+                rows[key] = {"method": method, "gpus": gpus, "precision": precision, "klPenalty": kl,
+                             "restore": restore, "engine": spec.name, "pools": [],
+                             "memoryGiB": None if needs is None else round(needs, 1)}
+            rows[key]["pools"].append(pool.name)
+    return list(rows.values())
 
 
 # --- Will it fit? A plan's memory per GPU, estimated before anything is loaded.

@@ -45,6 +45,7 @@ def base_models(page: Any) -> Any:
 
 
 def base_model(model: dict[str, Any]) -> list[Any]:
+    assume = model.get("startableRunsAssume") or {}
     head = fields_table(
         [
             ("ID", model.get("id")),
@@ -55,14 +56,16 @@ def base_model(model: dict[str, Any]) -> list[Any]:
             ("GPU counts", model.get("gpuCounts") or model.get("gpus")),
             ("LoRA targets", model.get("loraTargetModules")),
             ("Generation", model.get("generationConfig")),
+            # the runs listed below hold for a plan at these defaults (the memory estimate grows with them)
+            ("Runs assume", {**(assume.get("adapter") or {}), **(assume.get("hyperparameters") or {})}),
         ]
     )
     rows = [
         [r.get("method"), r.get("gpus"), r.get("precision"), _kl(r.get("klPenalty")), r.get("restore") or "none",
-         r.get("engine")]
+         r.get("engine"), r.get("pools"), r.get("memoryGiB")]
         for r in model.get("startableRuns") or []
     ]
-    runs = list_table(["Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine"], rows,
+    runs = list_table(["Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"], rows,
                       title="Runs that can be started")
     return [head, runs]
 

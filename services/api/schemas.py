@@ -147,6 +147,9 @@ class StartableRunSchema(Schema):
     klPenalty = fields.Boolean()
     restore = fields.String(metadata={"description": "none, weights or trainingState"})
     engine = fields.String()
+    pools = fields.List(fields.String(), metadata={"description": "the pools whose nodes would take it"})
+    memoryGiB = fields.Float(allow_none=True, metadata={
+        "description": "estimated memory per GPU at the defaults of startableRunsAssume (null: model size unknown)"})
 
 
 class BaseModelSchema(Schema):
@@ -159,6 +162,10 @@ class BaseModelSchema(Schema):
     generationConfig = fields.Dict()
     loraTargetModules = fields.List(fields.String())
     startableRuns = fields.List(fields.Nested(StartableRunSchema))
+    startableRunsAssume = fields.Dict(metadata={
+        "description": "the adapter and hyperparameters startableRuns assumes: {adapter: {rank, targetModules}, "
+                       "hyperparameters: {batchSize, gradientAccumulation, maxSeqLength}}; more memory than "
+                       "that may be refused"})
 
 
 class NodeSchema(Schema):

@@ -1,3 +1,10 @@
+import io
+
+from services.api.app import create_app
+from tests.api.conftest import CHAT_ROWS
+from tests.conftest import make_config
+
+
 def test_health_needs_no_token(client):
     assert client.get("/v1/health").json["status"] == "ok"
 
@@ -15,13 +22,44 @@ def test_base_models_and_startable_runs(client, admin):
     tiny = next(m for m in items if m["id"] == "builtin/tiny-qwen3")
     assert tiny["parameters"] > 10_000 and tiny["modality"] == "text" and "fp32" in tiny["precisions"]
     one = client.get("/v1/base-models/builtin/tiny-qwen3", headers=admin).json
-    assert {"method": "sft", "gpus": 1, "precision": "fp32", "klPenalty": False, "restore": "none",
-            "engine": "sft-single"} in one["startableRuns"]
+    first = next(r for r in one["startableRuns"] if r["precision"] == "fp32")
+    assert first == {"method": "sft", "gpus": 1, "precision": "fp32", "klPenalty": False, "restore": "none",
+                     "engine": "sft-single", "pools": ["default", "big"], "memoryGiB": first["memoryGiB"]}
+    assert 0.5 < first["memoryGiB"] < 1.0  # the runtime allowance, mostly: ~100k parameters
+    assert one["startableRunsAssume"] == {"adapter": {"rank": 8, "targetModules": "all-linear"},
+                                          "hyperparameters": {"batchSize": 8, "gradientAccumulation": 1,
+                                                              "maxSeqLength": 512}}
     # fp16 needs CUDA devices, and this deployment has only CPU slots
     assert all(r["precision"] != "fp16" for r in one["startableRuns"])
     real = client.get("/v1/base-models/Qwen/Qwen3-8B", headers=admin).json
     assert real["source"] == "path:/nonexistent/qwen3-8b" and real["parameters"] == 8_000_000_000
     assert client.get("/v1/base-models/none/such", headers=admin).status_code == 404
+
+
+def test_a_model_too_large_for_a_pool_is_not_listed_for_it_and_is_refused_there(redis_url, key_prefix,
+                                                                                  shared_artifacts, admin):
+    """SPEC 2.1: the list and the resolver agree, memory fit included: Qwen3-8B in bf16 (~22 GiB per
+    GPU at the defaults) is listed for an 80 GiB pool and not for a 16 GiB one, where it is refused."""
+    pools = {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 2}}]},
+             "gpu16": {"nodes": [{"name": "g16", "devices": {"kind": "cuda", "count": 8, "memoryGiB": 16}}]},
+             "gpu80": {"nodes": [{"name": "g80", "devices": {"kind": "cuda", "count": 2, "memoryGiB": 80}}]}}
+    client = create_app(make_config(redis_url, key_prefix, shared_artifacts, pools=pools)).test_client()
+    model = client.get("/v1/base-models/Qwen/Qwen3-8B", headers=admin).json
+    rows = {(r["method"], r["gpus"], r["klPenalty"], r["restore"]): r for r in model["startableRuns"]}
+    one = rows["sft", 1, False, "none"]
+    assert one["pools"] == ["default", "gpu80"] and one["engine"] == "sft-single" and 20 < one["memoryGiB"] < 25
+    assert all("gpu16" not in r["pools"] for r in rows.values())
+    assert ("sft", 4, False, "none") not in rows  # no node of 4+ GPUs that it fits (or of unknown memory)
+    dataset = client.post("/v1/datasets", headers=admin, data={"file": (io.BytesIO(CHAT_ROWS), "d.jsonl")}).json
+    body = {"model": "Qwen/Qwen3-8B", "dataset": dataset["id"], "precision": "bf16", "execution": {"gpus": 1}}
+    refused = client.post("/v1/runs", headers=admin, json={**body, "execution": {"gpus": 1, "pool": "gpu16"}})
+    assert refused.status_code == 422, refused.json
+    assert refused.json["error"]["message"] == (
+        f"model Qwen/Qwen3-8B needs about {one['memoryGiB']:.1f} GiB per GPU to train in bf16 with this adapter, "
+        "and the nodes of pool gpu16 have 16.0 GiB per GPU")
+    accepted = client.post("/v1/runs", headers=admin, json={**body, "execution": {"gpus": 1, "pool": "gpu80"}})
+    assert accepted.status_code == 201, accepted.json
+    assert accepted.json["engine"] == one["engine"]
 
 
 def test_openapi_document_and_docs_page(client):

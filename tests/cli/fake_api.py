@@ -37,9 +37,13 @@ MODEL = {
     "precisions": ["fp32"], "gpuCounts": [1, 2], "loraTargetModules": ["q_proj", "v_proj"],
 }
 STARTABLE = [
-    {"method": "sft", "gpus": 1, "precision": "fp32", "klPenalty": False, "restore": "none", "engine": "sft-single"},
-    {"method": "sft", "gpus": 2, "precision": "fp32", "klPenalty": False, "restore": "none", "engine": "sft-ddp"},
+    {"method": "sft", "gpus": 1, "precision": "fp32", "klPenalty": False, "restore": "none", "engine": "sft-single",
+     "pools": ["default", "big"], "memoryGiB": 0.6},
+    {"method": "sft", "gpus": 2, "precision": "fp32", "klPenalty": False, "restore": "none", "engine": "sft-ddp",
+     "pools": ["default"], "memoryGiB": 0.6},
 ]
+STARTABLE_ASSUME = {"adapter": {"rank": 8, "targetModules": "all-linear"},
+                    "hyperparameters": {"batchSize": 8, "gradientAccumulation": 1, "maxSeqLength": 512}}
 
 
 def _now() -> str:
@@ -82,7 +86,7 @@ def create_app(token: str = TOKEN) -> Flask:
     def base_model(model_id: str):
         if model_id != MODEL["id"]:
             return _error(404, "not_found", f"base model {model_id} does not exist", {"id": model_id})
-        return jsonify({**MODEL, "startableRuns": STARTABLE})
+        return jsonify({**MODEL, "startableRuns": STARTABLE, "startableRunsAssume": STARTABLE_ASSUME})
 
     @app.post("/v1/datasets")
     def create_dataset():

@@ -43,9 +43,11 @@ def test_base_model_table_lists_startable_runs(training):
     result = training("base-models", "get", "builtin/tiny-qwen3")
     assert result.exit_code == 0, result.output
     out = result.output
-    for header in ("Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine"):
+    for header in ("Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"):
         assert header in out
     assert "sft-single" in out and "sft-ddp" in out
+    assert "default, big" in out and "0.6" in out
+    assert "Runs assume" in out and "rank=8, targetModules=all-linear, batchSize=8" in out
 
 
 def test_run_table_shows_every_field(training, api):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint
 
 from services.api.context import ctx
-from shared.resolver import startable_runs
+from shared.resolver import startable_assumptions, startable_runs
 
 bp = Blueprint("base_models", __name__)
 
@@ -19,4 +19,5 @@ def list_base_models():
 def get_base_model(model_id: str):
     context = ctx()
     model = context.catalog.get(model_id)
-    return {**model, "startableRuns": startable_runs(model, list(context.config.pools.values()))}
+    return {**model, "startableRuns": startable_runs(model, list(context.config.pools.values())),
+            "startableRunsAssume": startable_assumptions()}
