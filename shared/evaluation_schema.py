@@ -32,9 +32,10 @@ class EvaluationCreateSchema(Schema):
     workload = fields.String(load_default=None, allow_none=True, validate=_WORKLOAD,
                              metadata={"description": "the quota group it counts against (default: evaluations)"})
     rewards = fields.List(fields.Nested(RewardSchema), load_default=None, allow_none=True,
-                          metadata={"description": "built-in reward functions to score completions with "
-                                                   "(`{function, ...}` as in a grpo plan); default: exact_match "
-                                                   "where rows carry answers"})
+                          metadata={"description": "reward functions to score completions with, built-in or "
+                                                   "registered by the deployment (`{function, ...parameters}` as "
+                                                   "in a grpo plan); default: exact_match where rows carry "
+                                                   "answers"})
     maxTokens = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=4096),
                                metadata={"description": "most tokens of each greedy completion; default: the "
                                                         "model's generation config"})

@@ -7,11 +7,14 @@ or raises ValidationFailed naming each field that is wrong.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from shared import reasons
 from shared.errors import ValidationFailed
+from shared.rewards import ENTRY_KEYS
 
 METHODS = ("sft", "grpo")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -78,18 +81,41 @@ class HyperparametersSchema(Schema):
 
 
 class RewardSchema(Schema):
+    """`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT_ID, weight}`. Every other key is
+    a parameter of the function, kept as given: which ones a function takes is checked by
+    `shared.rewards.check_rewards`, which knows the deployment's registered functions. Here they need
+    only be JSON values, since the plan stores them. The built-in functions' parameters are declared
+    for their help text."""
+
     class Meta:
-        unknown = RAISE
+        unknown = INCLUDE
 
     function = fields.String(load_default=None, allow_none=True, metadata={"description": "reward function name"})
     judge = fields.String(load_default=None, allow_none=True, metadata={"description": "judge endpoint id"})
     weight = fields.Float(load_default=1.0, metadata={"description": "what this reward counts for in the total"})
-    field = fields.String(load_default=None, allow_none=True,
-                          metadata={"description": "exact_match: the dataset field to match (default answer)"})
-    pattern = fields.String(load_default=None, allow_none=True,
-                            metadata={"description": "regex: the pattern the whole completion must match"})
-    target = fields.Integer(load_default=None, allow_none=True,
-                            metadata={"description": "length: the target length in characters"})
+    field = fields.Raw(metadata={"description": "exact_match: the dataset field to match (default answer)"})
+    pattern = fields.Raw(metadata={"description": "regex: the pattern the whole completion must match"})
+    target = fields.Raw(metadata={"description": "length: the target length in characters"})
+
+    @validates_schema
+    def _json_parameters(self, data: dict[str, Any], **_: Any) -> None:
+        for name, value in data.items():
+            bad = _non_json(value)
+            if name not in ENTRY_KEYS and bad:
+                raise ValidationError(reasons.reward_parameter_not_json(bad[0]), name)
+
+
+def _non_json(value: Any) -> list[Any]:
+    """The parts of a value that are not JSON (itself, or items or keys within it); empty when it is JSON."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return []
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [value]
+    if isinstance(value, list):
+        return [bad for item in value for bad in _non_json(item)]
+    if isinstance(value, dict):
+        return [k for k in value if not isinstance(k, str)] + [bad for v in value.values() for bad in _non_json(v)]
+    return [value]
 
 
 class GrpoSchema(Schema):
@@ -105,7 +131,8 @@ class GrpoSchema(Schema):
     temperature = fields.Float(load_default=1.0, validate=validate.Range(min=0),
                                metadata={"description": "sampling temperature of the rollouts"})
     rewards = fields.List(fields.Nested(RewardSchema), load_default=list,
-                          metadata={"description": "at least one: {function, weight, ...} or {judge, weight}"})
+                          metadata={"description": "at least one: {function, weight, ...its parameters} or "
+                                                   "{judge, weight}"})
 
 
 class RestoreSchema(Schema):

@@ -461,3 +461,41 @@ def list_has_no_status(what: str) -> str:
 def cursor_unknown(cursor: str) -> str:
     """?after= names no item of the list: a cursor is the nextCursor a page of this list gave."""
     return f"after={cursor} is not a cursor of this list; pass the nextCursor of the page before"
+
+
+# --- Reward parameters: a reward entry's keys beside function, judge and weight (shared/rewards.py).
+
+def reward_parameter_unknown(where: str, function: str, parameter: str, takes: list[str]) -> str:
+    """A reward entry gives its function a parameter the function does not take (a built-in one's
+    list, or a registered one's signature); `where` is the entry, e.g. grpo.rewards.0."""
+    if not takes:
+        return (f"{where}.{parameter}: reward function {function} takes no parameter {parameter}; "
+                "it takes none beside the completion and the row")
+    return (f"{where}.{parameter}: reward function {function} takes no parameter {parameter}; "
+            f"it takes {', '.join(takes)}")
+
+
+def reward_parameter_missing(where: str, function: str, parameter: str) -> str:
+    """A registered reward function's signature has a parameter with no default that the entry omits."""
+    return f"{where}.{parameter}: reward function {function} needs the parameter {parameter} (it has no default)"
+
+
+def reward_parameter_type(where: str, function: str, parameter: str, must: str, value: object) -> str:
+    """A built-in reward function's parameter of the wrong type (`must` says what it must be)."""
+    shown = json.dumps(value, default=str)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{where}.{parameter}: reward function {function} takes {parameter} as {must}, not {shown}"
+
+
+def reward_judge_parameter(where: str, parameter: str) -> str:
+    """A judge reward entry carries a key beside judge and weight."""
+    return (f"{where}.{parameter}: a judge reward has only judge and weight; its endpoint's answer is "
+            "the score, asked with no parameters")
+
+
+def reward_parameter_not_json(value: object) -> str:
+    """A reward parameter that is not a JSON value (the plan stores it); the schema prefixes the field."""
+    got = repr(value) if isinstance(value, float) else f"a value of type {type(value).__name__}"  # nan, inf too
+    return (f"must be a JSON value (a string, number, true, false, null, list or object), not {got}; "
+            "reward parameters are stored in the plan")

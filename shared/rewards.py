@@ -16,6 +16,14 @@ Built-in functions, each `(completion, row, **parameters) -> float | None`:
 A deployment registers its own under `rewardFunctions: {NAME: "package.module:function"}` in its
 config; they take the same arguments and are looked up by name like the built-in ones.
 
+Parameters are the entry's keys beside `function`, `judge` and `weight`, passed as keyword
+arguments; one set to null counts as not given. A built-in function takes only its own (listed
+above). A registered function takes what its signature names after `(completion, row)`, or
+anything when it has `**kwargs`; `check_rewards` reads the signature wherever the function can be
+imported (the API at submission, the worker when the run or evaluation starts) and refuses a
+parameter it does not take, or one it needs that is missing. Where it cannot be imported the check
+waits for the worker, which fails the work saying why.
+
 A judge is an endpoint asked, through its OpenAI chat API, to score a completion; its answer is
 parsed to a number by `parse_judge_score` (None when it holds none: the caller records that).
 """
@@ -23,10 +31,12 @@ parsed to a number by `parse_judge_score` (None when it holds none: the caller r
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from shared import reasons
 from shared.errors import ValidationFailed
 
 RewardFunction = Callable[..., "float | None"]
@@ -55,6 +65,13 @@ BUILTIN: dict[str, RewardFunction] = {"exact_match": exact_match, "regex": regex
 # The parameters each built-in function takes from its reward entry (None values are left out).
 BUILTIN_PARAMETERS: dict[str, tuple[str, ...]] = {"exact_match": ("field",), "regex": ("pattern",),
                                                   "length": ("target",)}
+# The keys of a reward entry that are not parameters of its function.
+ENTRY_KEYS = ("function", "judge", "weight")
+
+
+def parameters_of(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters a reward entry gives its function: its other keys, those set to null left out."""
+    return {k: v for k, v in entry.items() if k not in ENTRY_KEYS and v is not None}
 
 
 def load_registered(reference: str) -> RewardFunction:
@@ -82,6 +99,36 @@ def reward_key(rewards: list[Mapping[str, Any]], index: int) -> str:
     return name
 
 
+class Signature(NamedTuple):
+    """What a reward function takes by keyword beside `(completion, row)`."""
+
+    takes: tuple[str, ...]  # every parameter it can be given by name
+    needs: tuple[str, ...]  # those with no default
+    any_keyword: bool  # it has **kwargs, so it takes any name
+
+
+def signature_of(function: Callable[..., Any]) -> Signature | None:
+    """The keyword parameters of a reward function, read from its signature; None when Python cannot
+    read one (some builtins and C callables), so nothing can be checked."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    positional, takes, needs, any_keyword = 2, [], [], False  # completion and row come first, by position
+    for p in parameters:
+        if p.kind is p.VAR_KEYWORD:
+            any_keyword = True
+        elif p.kind is p.VAR_POSITIONAL:
+            positional = 0
+        elif positional and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional -= 1
+        elif p.kind is not p.POSITIONAL_ONLY:
+            takes.append(p.name)
+            if p.default is p.empty:
+                needs.append(p.name)
+    return Signature(tuple(takes), tuple(needs), any_keyword)
+
+
 def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, str] | None = None,
                   field_prefix: str = "grpo.rewards") -> None:
     """Refuse (ValidationFailed, naming the field) a reward list that could not be scored."""
@@ -92,24 +139,64 @@ def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, 
         if bool(function) == bool(judge):
             raise ValidationFailed(f"{where}: a reward names either a function or a judge endpoint, not "
                                    f"{'both' if function else 'neither'}", details={"field": where})
+        parameters = parameters_of(entry)
         if judge:
+            if parameters:
+                name = next(iter(parameters))
+                raise ValidationFailed(reasons.reward_judge_parameter(where, name),
+                                       details={"field": f"{where}.{name}"})
             continue
         if function not in BUILTIN and function not in registered:
             known = sorted({*BUILTIN, *registered})
             raise ValidationFailed(f"{where}.function: no reward function {function} in this deployment; it has "
                                    f"{', '.join(known)}", details={"field": f"{where}.function", "known": known})
-        if function == "regex":
-            if not entry.get("pattern"):
-                raise ValidationFailed(f"{where}.pattern: the regex reward needs a pattern",
-                                       details={"field": f"{where}.pattern"})
-            try:
-                re.compile(entry["pattern"])
-            except re.error as exc:
-                raise ValidationFailed(f"{where}.pattern: not a regular expression: {exc}",
-                                       details={"field": f"{where}.pattern"}) from None
-        if function == "length" and not (isinstance(entry.get("target"), int) and entry["target"] > 0):
-            raise ValidationFailed(f"{where}.target: the length reward needs a target length of 1 or more "
-                                   "characters", details={"field": f"{where}.target"})
+        if function in BUILTIN:
+            _check_parameters(where, function, parameters, Signature(BUILTIN_PARAMETERS[function], (), False))
+            _check_builtin(where, function, entry)
+            continue
+        try:
+            loaded = load_registered(registered[function])
+        except Exception:  # not importable in this process, whatever its module raised:
+            continue  # the worker that scores imports it, or fails the work saying why
+        signature = signature_of(loaded)
+        if signature is not None:
+            _check_parameters(where, function, parameters, signature)
+
+
+def _check_parameters(where: str, function: str, parameters: Mapping[str, Any], signature: Signature) -> None:
+    if not signature.any_keyword:
+        for name in parameters:
+            if name not in signature.takes:
+                raise ValidationFailed(reasons.reward_parameter_unknown(where, function, name, list(signature.takes)),
+                                       details={"field": f"{where}.{name}", "takes": list(signature.takes)})
+    for name in signature.needs:
+        if name not in parameters:
+            raise ValidationFailed(reasons.reward_parameter_missing(where, function, name),
+                                   details={"field": f"{where}.{name}", "takes": list(signature.takes)})
+
+
+def _check_builtin(where: str, function: str, entry: Mapping[str, Any]) -> None:
+    if function == "exact_match" and entry.get("field") is not None and not isinstance(entry["field"], str):
+        raise ValidationFailed(reasons.reward_parameter_type(where, function, "field", "the name of a dataset field "
+                                                             "(a string)", entry["field"]),
+                               details={"field": f"{where}.field"})
+    if function == "regex":
+        if entry.get("pattern") is not None and not isinstance(entry["pattern"], str):
+            raise ValidationFailed(reasons.reward_parameter_type(where, function, "pattern", "a regular expression "
+                                                                 "(a string)", entry["pattern"]),
+                                   details={"field": f"{where}.pattern"})
+        if not entry.get("pattern"):
+            raise ValidationFailed(f"{where}.pattern: the regex reward needs a pattern",
+                                   details={"field": f"{where}.pattern"})
+        try:
+            re.compile(entry["pattern"])
+        except re.error as exc:
+            raise ValidationFailed(f"{where}.pattern: not a regular expression: {exc}",
+                                   details={"field": f"{where}.pattern"}) from None
+    target = entry.get("target")
+    if function == "length" and not (isinstance(target, int) and not isinstance(target, bool) and target > 0):
+        raise ValidationFailed(f"{where}.target: the length reward needs a target length of 1 or more "
+                               "characters", details={"field": f"{where}.target"})
 
 
 def function_of(entry: Mapping[str, Any], registered: Mapping[str, str] | None = None) -> Callable[[str, Mapping], float | None]:
@@ -122,7 +209,7 @@ def function_of(entry: Mapping[str, Any], registered: Mapping[str, str] | None =
         if not registered or name not in registered:
             raise ValidationFailed(f"no reward function {name} in this deployment", details={"function": name})
         function = load_registered(registered[name])
-        params = {k: v for k, v in entry.items() if k not in ("function", "weight", "judge") and v is not None}
+        params = parameters_of(entry)
 
     def bound(completion: str, row: Mapping[str, Any]) -> float | None:
         value = function(completion, row, **params)

@@ -17,6 +17,7 @@ from typing import Any
 
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from shared import reasons
+from shared.rewards import check_rewards
 from shared.states import EvaluationStatus, evaluation_transition
 from shared.store import now_iso
 
@@ -166,6 +167,10 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     from services.trainer_worker.execution import use_granted_devices
     from shared.load_spec import load_model, load_spec_for
 
+    # Again here, where the deployment's reward functions surely import (the API may not have them):
+    # a parameter one does not take fails the evaluation saying so, before the model is loaded.
+    check_rewards(doc.get("rewards") or [], registered=getattr(worker.config, "reward_functions", None),
+                  field_prefix="rewards")
     try:
         judge = _judge(worker, doc.get("judge"), reporter)
     except JudgeNotReady as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -64,6 +65,10 @@ def test_listed_fresh_grpo_runs_are_accepted_and_an_unlisted_one_is_refused(clie
     ([{"function": "regex", "pattern": "("}], "grpo.rewards.0.pattern", "not a regular expression"),
     ([{"function": "length"}], "grpo.rewards.0.target", "the length reward needs a target"),
     ([{"function": "exact_match", "judge": "ep-x"}], "grpo.rewards.0", "not both"),
+    ([{"function": "exact_match", "threshold": 0.5}], "grpo.rewards.0.threshold",
+     reasons.reward_parameter_unknown("grpo.rewards.0", "exact_match", "threshold", ["field"])),
+    ([{"judge": "ep-x", "threshold": 0.5}], "grpo.rewards.0.threshold",
+     reasons.reward_judge_parameter("grpo.rewards.0", "threshold")),
 ])
 def test_rewards_that_cannot_be_scored_are_400_naming_the_field(client, admin, prompts, rewards, field, words):
     resp = client.post("/v1/runs", headers=admin, json=grpo_plan(prompts, rewards=rewards))
@@ -113,19 +118,67 @@ def test_batch_size_counts_whole_groups_and_sft_takes_no_grpo_settings(client, a
     assert client.post("/v1/runs", headers=admin, json=grpo_plan(dataset)).status_code == 201
 
 
-def test_registered_reward_functions_are_known_by_name(redis_url, key_prefix, shared_artifacts):
-    config = make_config(redis_url, key_prefix, shared_artifacts,
-                         rewardFunctions={"shout": "tests.shared.test_rewards:registered_reward"})
-    assert config.reward_functions == {"shout": "tests.shared.test_rewards:registered_reward"}
+@pytest.fixture
+def deployed(redis_url, key_prefix, shared_artifacts):
+    """A deployment that registers reward functions of its own (tests/shared/test_rewards.py holds them)."""
     from tests.conftest import ADMIN_TOKEN, mark_nodes_alive
 
+    config = make_config(redis_url, key_prefix, shared_artifacts, rewardFunctions={
+        "shout": "tests.shared.test_rewards:registered_reward",
+        "at_least": "tests.shared.test_rewards:thresholded_reward",
+        "anything": "tests.shared.test_rewards:open_reward", "elsewhere": "no_such_package_here.rewards:score"})
     app = create_app(config)
     context = app.extensions["trainer"]
     mark_nodes_alive(context.redis, context.keys, config)
     client, admin = app.test_client(), {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     ds = client.post("/v1/datasets", headers=admin, data={"file": (io.BytesIO(PROMPTS), "p.jsonl")},
                      content_type="multipart/form-data").json["id"]
-    resp = client.post("/v1/runs", headers=admin, json=grpo_plan(ds, rewards=[{"function": "shout"}]))
+    return SimpleNamespace(config=config, client=client, admin=admin, dataset=ds)
+
+
+def test_registered_reward_functions_are_known_by_name(deployed, redis_url, key_prefix, shared_artifacts):
+    assert deployed.config.reward_functions["shout"] == "tests.shared.test_rewards:registered_reward"
+    resp = deployed.client.post("/v1/runs", headers=deployed.admin,
+                                json=grpo_plan(deployed.dataset, rewards=[{"function": "shout"}]))
     assert resp.status_code == 201, resp.json
     with pytest.raises(Exception, match="rewardFunctions.bad"):
         make_config(redis_url, key_prefix, shared_artifacts, rewardFunctions={"bad": "no-colon"})
+
+
+def test_a_registered_function_gets_the_parameters_its_signature_takes(deployed):
+    """Checked at submission against the function's signature; kept in the plan as given."""
+    client, admin, ds = deployed.client, deployed.admin, deployed.dataset
+    rewards = [{"function": "at_least", "threshold": 3, "scale": 0.5, "weight": 2.0},
+               {"function": "anything", "words": ["a", "b"], "options": {"strict": True}},
+               {"function": "elsewhere", "whatever": 1}]  # not importable by the API: the worker checks it
+    resp = client.post("/v1/runs", headers=admin, json=grpo_plan(ds, rewards=rewards))
+    assert resp.status_code == 201, resp.json
+    assert resp.json["plan"]["grpo"]["rewards"] == [{**r, "judge": None, "weight": r.get("weight", 1.0)}
+                                                     for r in rewards]
+    resp = client.post("/v1/runs", headers=admin, json=grpo_plan(ds, rewards=[
+        {"function": "exact_match"}, {"function": "at_least", "threshold": 3, "limit": 9}]))
+    assert resp.status_code == 400
+    assert resp.json["error"]["message"] == (
+        "grpo.rewards.1.limit: reward function at_least takes no parameter limit; it takes threshold, scale")
+    assert resp.json["error"]["details"] == {"field": "grpo.rewards.1.limit", "takes": ["threshold", "scale"]}
+    resp = client.post("/v1/runs", headers=admin, json=grpo_plan(ds, rewards=[{"function": "at_least"}]))
+    assert resp.status_code == 400 and resp.json["error"]["details"]["field"] == "grpo.rewards.0.threshold"
+    assert resp.json["error"]["message"] == reasons.reward_parameter_missing("grpo.rewards.0", "at_least", "threshold")
+
+
+def test_an_evaluations_rewards_take_parameters_the_same_way(deployed):
+    client, admin, ds = deployed.client, deployed.admin, deployed.dataset
+    body = {"model": "builtin/tiny-qwen3", "dataset": ds}
+    resp = client.post("/v1/evaluations", headers=admin, json={**body, "rewards": [
+        {"function": "at_least", "threshold": 3}, {"function": "length", "target": 4}]})
+    assert resp.status_code == 201, resp.json
+    assert resp.json["rewards"][0] == {"function": "at_least", "judge": None, "weight": 1.0, "threshold": 3}
+    resp = client.post("/v1/evaluations", headers=admin, json={**body, "rewards": [{"function": "shout", "bonus": 1,
+                                                                                   "extra": 2}]})
+    assert resp.status_code == 400 and resp.json["error"]["message"] == (
+        "evaluation field rewards.0.extra: reward function shout takes no parameter extra; it takes bonus")
+    resp = client.post("/v1/evaluations", headers=admin, json={**body, "rewards": [{"function": "regex",
+                                                                                   "pattern": "a", "target": 3}]})
+    assert resp.status_code == 400 and resp.json["error"]["message"] == (
+        "evaluation field rewards.0.target: reward function regex takes no parameter target; it takes pattern")
+    assert len(client.get("/v1/evaluations", headers=admin).json["items"]) == 1  # the refused ones left nothing

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared import rewards
+from shared import reasons, rewards
 from shared.errors import ValidationFailed
+from shared.plans import parse_plan
 
 
 def test_exact_match_compares_collapsed_whitespace_and_skips_rows_without_the_field():
@@ -44,6 +45,20 @@ def registered_reward(completion, row, *, bonus=0.0):
     return len(row.get("answer", "")) + bonus
 
 
+def thresholded_reward(completion, row, threshold, *, scale=1.0):
+    """A registered function with a parameter it needs (no default)."""
+    return scale if len(completion) >= threshold else 0.0
+
+
+def open_reward(completion, row, **parameters):
+    """A registered function that takes any parameter (**kwargs): what it was given, counted."""
+    return float(len(parameters)) + float(parameters.get("scale", 0)) * len(completion)
+
+
+REGISTERED = {"answer_length": f"{__name__}:registered_reward", "at_least": f"{__name__}:thresholded_reward",
+              "anything": f"{__name__}:open_reward", "elsewhere": "no_such_package_here.rewards:score"}
+
+
 def test_registered_functions_are_loaded_by_reference_with_their_parameters():
     registered = {"answer_length": f"{__name__}:registered_reward"}
     entries = [{"function": "answer_length", "weight": 1.0, "bonus": 0.5}]
@@ -67,6 +82,119 @@ def test_rewards_that_cannot_be_scored_are_refused_naming_the_field(entry, messa
     with pytest.raises(ValidationFailed) as caught:
         rewards.check_rewards([entry])
     assert str(caught.value.message).startswith(message)
+
+
+def unreadable_signature(completion, row, **parameters):
+    return 0.0
+
+
+unreadable_signature.__signature__ = "not a Signature"  # inspect.signature raises, as for max() or C callables
+
+
+@pytest.mark.parametrize("function, signature", [
+    (registered_reward, rewards.Signature(("bonus",), (), False)),
+    (thresholded_reward, rewards.Signature(("threshold", "scale"), ("threshold",), False)),
+    (open_reward, rewards.Signature((), (), True)),
+    (lambda completion, row, /, limit=1, *args, scale: 0.0, rewards.Signature(("limit", "scale"), ("scale",), False)),
+    (lambda *args, scale=1: 0.0, rewards.Signature(("scale",), (), False)),  # *args takes completion and row
+    (rewards.exact_match, rewards.Signature(("field",), (), False)),
+    (unreadable_signature, None),  # like some builtins: nothing to check
+])
+def test_a_registered_functions_parameters_are_read_from_its_signature(function, signature):
+    assert rewards.signature_of(function) == signature
+
+
+@pytest.mark.parametrize("entry, message, field, takes", [
+    ({"function": "exact_match", "threshold": 0.5}, "grpo.rewards.0.threshold: reward function exact_match takes "
+     "no parameter threshold; it takes field", "grpo.rewards.0.threshold", ["field"]),
+    ({"function": "regex", "pattern": "a", "field": "answer"}, "grpo.rewards.0.field: reward function regex takes "
+     "no parameter field; it takes pattern", "grpo.rewards.0.field", ["pattern"]),
+    ({"function": "answer_length", "bonus": 1, "scale": 2}, "grpo.rewards.0.scale: reward function answer_length "
+     "takes no parameter scale; it takes bonus", "grpo.rewards.0.scale", ["bonus"]),
+    ({"function": "at_least", "scale": 2}, "grpo.rewards.0.threshold: reward function at_least needs the parameter "
+     "threshold (it has no default)", "grpo.rewards.0.threshold", ["threshold", "scale"]),
+    ({"function": "at_least", "threshold": None}, "grpo.rewards.0.threshold: reward function at_least needs the "
+     "parameter threshold (it has no default)", "grpo.rewards.0.threshold", ["threshold", "scale"]),
+])
+def test_a_parameter_the_function_does_not_take_is_refused_listing_what_it_takes(entry, message, field, takes):
+    with pytest.raises(ValidationFailed) as caught:
+        rewards.check_rewards([entry], registered=REGISTERED)
+    assert caught.value.message == message
+    assert caught.value.details == {"field": field, "takes": takes}
+
+
+def test_parameters_a_function_takes_pass_and_null_counts_as_not_given():
+    rewards.check_rewards([{"function": "exact_match", "field": "label", "pattern": None},  # a plan stored before
+                           {"function": "at_least", "threshold": 3, "scale": 0.5},
+                           {"function": "anything", "scale": 2, "words": ["a", "b"], "options": {"x": 1}},
+                           {"judge": "ep-1", "weight": 0.5, "field": None}], registered=REGISTERED)
+    # not importable here (the API may lack the deployment's package): left to the worker, which fails saying why
+    rewards.check_rewards([{"function": "elsewhere", "anything": 1}], registered=REGISTERED)
+    with pytest.raises(ValidationFailed, match="cannot be loaded"):
+        rewards.function_of({"function": "elsewhere"}, REGISTERED)
+
+
+def test_a_judge_reward_takes_no_parameters():
+    with pytest.raises(ValidationFailed) as caught:
+        rewards.check_rewards([{"function": "exact_match"}, {"judge": "ep-1", "threshold": 0.5}])
+    assert caught.value.message == ("grpo.rewards.1.threshold: a judge reward has only judge and weight; its "
+                                    "endpoint's answer is the score, asked with no parameters")
+    assert caught.value.details == {"field": "grpo.rewards.1.threshold"}
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"function": "exact_match", "field": 3}, "grpo.rewards.0.field: reward function exact_match takes field as "
+     "the name of a dataset field (a string), not 3"),
+    ({"function": "regex", "pattern": ["a"]}, 'grpo.rewards.0.pattern: reward function regex takes pattern as a '
+     'regular expression (a string), not ["a"]'),
+    ({"function": "length", "target": True}, "grpo.rewards.0.target: the length reward needs a target length of 1 "
+     "or more characters"),
+])
+def test_built_in_parameters_of_the_wrong_type_are_refused(entry, message):
+    with pytest.raises(ValidationFailed) as caught:
+        rewards.check_rewards([entry])
+    assert caught.value.message == message
+
+
+def grpo_plan(*rewards_):
+    return {"method": "grpo", "model": "m", "dataset": "ds", "grpo": {"rewards": list(rewards_)}}
+
+
+def test_the_plan_keeps_a_rewards_parameters_as_given():
+    plan = parse_plan(grpo_plan({"function": "anything", "threshold": 0.5, "words": ["a"], "options": {"k": None}},
+                                {"function": "exact_match"}))
+    assert plan["grpo"]["rewards"] == [
+        {"function": "anything", "judge": None, "weight": 1.0, "threshold": 0.5, "words": ["a"],
+         "options": {"k": None}},
+        {"function": "exact_match", "judge": None, "weight": 1.0}]
+
+
+@pytest.mark.parametrize("value, shown", [(float("nan"), "nan"), ({1, 2}, "a value of type set"),
+                                          ([1, (2, 3)], "a value of type tuple"), ({"k": float("inf")}, "inf")])
+def test_a_parameter_that_is_not_json_is_refused_naming_the_field(value, shown):
+    with pytest.raises(ValidationFailed) as caught:
+        parse_plan(grpo_plan({"function": "anything", "threshold": value}))
+    assert caught.value.message == (
+        f"plan field grpo.rewards.0.threshold: must be a JSON value (a string, number, true, false, null, list or "
+        f"object), not {shown}; reward parameters are stored in the plan")
+    assert caught.value.details == {"fields": {"grpo.rewards.0.threshold": [caught.value.message.split(": ", 1)[1]]}}
+
+
+def test_reward_parameter_sentences_word_for_word():
+    assert reasons.reward_parameter_unknown("grpo.rewards.2", "f", "x", ["a", "b"]) == (
+        "grpo.rewards.2.x: reward function f takes no parameter x; it takes a, b")
+    assert reasons.reward_parameter_unknown("rewards.0", "f", "x", []) == (
+        "rewards.0.x: reward function f takes no parameter x; it takes none beside the completion and the row")
+    assert reasons.reward_parameter_missing("grpo.rewards.0", "f", "t") == (
+        "grpo.rewards.0.t: reward function f needs the parameter t (it has no default)")
+    assert reasons.reward_parameter_type("grpo.rewards.0", "f", "p", "a string", "x" * 80) == (
+        f'grpo.rewards.0.p: reward function f takes p as a string, not "{"x" * 56}...')
+    assert reasons.reward_judge_parameter("grpo.rewards.1", "t") == (
+        "grpo.rewards.1.t: a judge reward has only judge and weight; its endpoint's answer is the score, asked "
+        "with no parameters")
+    assert reasons.reward_parameter_not_json(object()) == (
+        "must be a JSON value (a string, number, true, false, null, list or object), not a value of type object; "
+        "reward parameters are stored in the plan")
 
 
 @pytest.mark.parametrize("text, score", [

@@ -97,6 +97,17 @@ def test_a_scoring_error_fails_it_and_the_worker_lives_on(worker, granted):
     assert worker.claims().get(claim["id"])["state"] == "RELEASED"
 
 
+def test_a_reward_parameter_its_function_does_not_take_fails_it_before_loading(worker, granted):
+    """Checked again on the worker, where a deployment's registered functions import even when the
+    API could not read their signature at submission."""
+    evaluation_id, claim = granted(rewards=[{"function": "exact_match", "weight": 1.0, "threshold": 0.5}])
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "FAILED"
+    assert worker.store.get(evaluation_id)["detail"] == (
+        "evaluation failed: ValidationFailed: rewards.0.threshold: reward function exact_match takes no parameter "
+        "threshold; it takes field")
+    assert worker.claims().get(claim["id"])["state"] == "RELEASED"
+
+
 def test_a_cancel_before_it_starts_scoring_ends_it_cancelled(worker, granted):
     evaluation_id, claim = granted(cancelRequested=True)
     assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "CANCELLED"

@@ -13,7 +13,8 @@ from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward
 from services.trainer_worker.judges import JudgeTarget
 from shared import reasons
 from shared.load_spec import LoadSpec, model_generation_config
-from shared.rewards import ask_judge, judge_messages, parse_judge_score
+from shared.plans import parse_plan
+from shared.rewards import ask_judge, check_rewards, judge_messages, parse_judge_score
 from tests.endpoint_manager.serving import ServingProcess
 from tests.trainer_worker.doubles import RecordingReporter
 
@@ -46,6 +47,22 @@ def test_functions_read_the_dataset_columns_and_count_their_time():
     assert call(functions[0]) == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     assert call(functions[1])[0] == pytest.approx(-0.8)  # "5" is 4 characters short of 5
     assert clock.seconds > 0
+
+
+def test_a_registered_function_receives_its_parameters_from_the_plan():
+    """The rewards as the plan stores them (parsed by the API's schema), scored the way the engine
+    does: each registered function is called with its entry's parameters as keyword arguments."""
+    registered = {"at_least": "tests.shared.test_rewards:thresholded_reward",
+                  "anything": "tests.shared.test_rewards:open_reward"}
+    plan = parse_plan({"method": "grpo", "model": "builtin/tiny-qwen3", "dataset": "ds", "grpo": {"rewards": [
+        {"function": "at_least", "threshold": 5, "scale": 0.5},
+        {"function": "anything", "scale": 2, "words": ["a", "b"], "unused": None}]}})
+    rewards = plan["grpo"]["rewards"]
+    check_rewards(rewards, registered=registered)
+    at_least, anything = trl_reward_functions(rewards, registered=registered, judge_address=None, reporter=None,
+                                              clock=RewardClock())
+    assert call(at_least) == [0.5 if len(c) >= 5 else 0.0 for c in COMPLETIONS]  # threshold 5, scale 0.5
+    assert call(anything) == [2.0 + 2 * len(c) for c in COMPLETIONS]  # two parameters given (null is not), scale 2
 
 
 def test_a_judge_scores_each_completion_and_reports_answers_with_no_number(judge):
