@@ -56,6 +56,18 @@ class ApiClient:
                 return
             params["after"] = page["nextCursor"]
 
+    def log_items(self, path: str, after: int = 0) -> list[dict[str, Any]]:
+        """Every item of an append-only log (`/events`, `/metrics`) from index `after`, following
+        its `?after=N` paging until a page comes back empty."""
+        seen: list[dict[str, Any]] = []
+        while True:
+            page = self.get(path, {"after": after})
+            items = list(page.get("items") or [])
+            if not items:
+                return seen
+            seen.extend(items)
+            after = page.get("next", after + len(items))
+
     # -- plumbing ------------------------------------------------------------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         url = self.base_url + path

@@ -30,15 +30,21 @@ def console() -> Console:
 
 def emit(data: Any, fmt: str, table: Callable[[Any], Any]) -> None:
     """Print `data` as json, yaml, or with `table(data)`: a rich renderable or a list of them."""
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    elif fmt == "yaml":
-        click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+    if fmt != "table":
+        dump(data, fmt)
     else:
         out = console()
         rendered = table(data)
         for part in rendered if isinstance(rendered, list) else [rendered]:
             out.print(part)
+
+
+def dump(data: Any, fmt: str) -> None:
+    """Print `data` as one json or yaml document."""
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
 
 
 def emit_list(page: Any, fmt: str, table: Callable[[Any], Any], noun: str = "items") -> None:

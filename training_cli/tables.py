@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from rich.text import Text
 
@@ -180,6 +180,68 @@ def event_line(event: dict[str, Any]) -> Text:
     line.append(f"{level.upper():<5}", style=style)
     line.append(f" {event.get('message', '')}")
     return line
+
+
+def events(items: list[dict[str, Any]]) -> list[Text]:
+    """An event log (`runs logs`, `evaluations logs`): one `TIME LEVEL MESSAGE` line per event."""
+    return [event_line(event) for event in items]
+
+
+# -- metrics (`runs metrics`): one row per logged point -----------------------------------------
+
+# The columns a metrics table may have: (the point's key, header, cell), in the order shown. A
+# column appears when some point has a value for it: training steps carry loss..epoch, validation
+# passes validationLoss/Perplexity, grpo steps reward..stepSeconds (docs/api.md); `rewards` becomes
+# one `Reward KEY` column per reward. Keys not listed here follow under their own name; each point's
+# `time` is left to -o json/yaml.
+METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("step", "Step", text),
+    ("loss", "Loss", number),
+    ("learningRate", "LR", number),
+    ("gradNorm", "Grad norm", number),
+    ("validationLoss", "Val loss", number),
+    ("validationPerplexity", "Val ppl", number),
+    ("reward", "Reward", number),
+    ("rewardStd", "Reward std", number),
+    ("rewards", "", number),  # one column per reward key, its mean
+    ("kl", "KL", number),
+    ("completionLength", "Length", number),
+    ("epoch", "Epoch", number),
+    ("tokensPerSecond", "Tokens/s", lambda v: number(v, 5)),
+    ("generationSeconds", "Gen s", number),
+    ("handoffSeconds", "Handoff s", number),
+    ("handoffBytes", "Handoff", lambda v: _bytes(v)),
+    ("rewardSeconds", "Reward s", number),
+    ("updateSeconds", "Update s", number),
+    ("stepSeconds", "Step s", number),
+    ("attempt", "Attempt", text),  # 0 until a lost worker's run is queued again: shown once it is not
+)
+METRICS_NOT_SHOWN = {"time"}
+
+
+def metrics(points: list[dict[str, Any]]) -> Any:
+    """The run's metric points as a table whose columns are the keys the points actually carry."""
+    present = {key for point in points for key, value in point.items()
+               if value is not None and value != {} and (key != "attempt" or value)}
+    known = {key for key, _, _ in METRIC_COLUMNS}
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = []
+    for key, header, cell in METRIC_COLUMNS:
+        if key not in present:
+            continue
+        if key == "rewards":
+            names = dict.fromkeys(name for point in points for name in (point.get("rewards") or {}))
+            columns += [(f"Reward {name}", lambda p, name=name: number(_reward_mean(p, name))) for name in names]
+        else:
+            columns.append((header, lambda p, key=key, cell=cell: "-" if p.get(key) is None else cell(p[key])))
+    for key in dict.fromkeys(k for point in points for k in point):
+        if key in present and key not in known and key not in METRICS_NOT_SHOWN:
+            columns.append((key, lambda p, key=key: text(p.get(key))))
+    return list_table([header for header, _ in columns], [[cell(point) for _, cell in columns] for point in points])
+
+
+def _reward_mean(point: dict[str, Any], name: str) -> Any:
+    value = (point.get("rewards") or {}).get(name)
+    return value.get("mean") if isinstance(value, dict) else value
 
 
 # -- pieces --------------------------------------------------------------------------------------
@@ -387,3 +449,32 @@ def comparison(c: dict[str, Any]) -> list[Any]:
     table = list_table(["Snapshot", "Run", "Step", "Restore", "Status", *metrics], cells)
     return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
                               "rewards and judge)")] if metrics else [head, table]
+
+
+# The per-row results of an evaluation (`evaluations rows`): the scores, and the texts cut to one
+# short line each (`-o json` or `--out FILE` has them whole).
+ROW_TEXT_CHARS = 40
+
+
+def evaluation_rows(items: list[dict[str, Any]]) -> Any:
+    present = {key for row in items for key, value in row.items() if value is not None and value != {}}
+    columns: list[tuple[str, Any]] = [("Row", lambda r: r.get("row"))]
+    for key, title in (("prompt", "Prompt"), ("completion", "Completion"), ("reference", "Reference")):
+        if key in present:
+            columns.append((title, lambda r, key=key: _one_line(r.get(key))))
+    for key, title in (("loss", "Loss"), ("exactMatch", "Exact match"), ("judge", "Judge")):
+        if key in present:
+            columns.append((title, lambda r, key=key: number(r.get(key))))
+    names = dict.fromkeys(name for row in items for name in (row.get("rewards") or {}))
+    columns += [(f"Reward {name}", lambda r, name=name: number((r.get("rewards") or {}).get(name)))
+                for name in names]
+    return list_table([title for title, _ in columns], [[cell(row) for _, cell in columns] for row in items])
+
+
+def _one_line(value: Any) -> str:
+    if isinstance(value, list):  # chat messages: the last one's content says most
+        value = (value[-1] or {}).get("content") if value and isinstance(value[-1], dict) else text(value)
+    if value is None:
+        return "-"
+    line = " ".join(str(value).split())
+    return line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS - 1] + "…"

@@ -86,18 +86,24 @@ def _fields(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def follow_logs(
-    client: ApiClient, run_id: str, *, follow: bool, sleep: Callable[[float], None] = time.sleep
+    client: ApiClient, run_id: str, *, follow: bool, show: Callable[[dict[str, Any]], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any] | None:
-    """Print the run's events `TIME LEVEL MESSAGE`; with follow, keep printing until it has ended or
-    is PAUSED."""
-    out = console()
+    """Print the run's events (`TIME LEVEL MESSAGE`, or each one with `show`); with follow, keep
+    printing until it has ended or is PAUSED."""
+    if show is None:
+        out = console()
+
+        def show(event: dict[str, Any]) -> None:
+            out.print(tables.event_line(event))
+
     events = EventCursor(client, run_id)
     while True:
         # Read the status before the events so no event written just before the end is missed.
         run = client.get(f"/v1/runs/{run_id}") if follow else None
         while batch := events.fetch():
             for event in batch:
-                out.print(tables.event_line(event))
+                show(event)
         if not follow or has_stopped(run):
             return run
         sleep(POLL_S)

@@ -65,7 +65,7 @@ ROUTES = {
     "/v1/evaluations": {
         "post": ("score a base model or a snapshot's adapter on a dataset (it queues for GPUs)",
                  EvaluationCreateSchema, schemas.EvaluationSchema, 201),
-        "get": ("list evaluations (?status, ?workload, ?comparison)", None,
+        "get": ("list evaluations (?status, ?workload, ?comparison, ?run)", None,
                 schemas.page_schema(schemas.EvaluationSchema), 200),
     },
     "/v1/evaluations/{evaluationId}": {

@@ -5,9 +5,11 @@ here where the endpoint manager's supervisor writes it (`endpoints/ID/server.log
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from werkzeug.serving import make_server
 
@@ -81,6 +83,12 @@ def test_training_endpoints_logs(served, admin):
     env = {"TRAINING_API_URL": api_url, "TRAINING_TOKEN": ADMIN_TOKEN}
     result = runner.invoke(cli, ["endpoints", "logs", endpoint_id, "--lines", "2"], env=env, catch_exceptions=False)
     assert result.exit_code == 0 and result.output == "two\nthree\n"
+    answer = {"endpoint": endpoint_id, "phase": "READY", "log": f"endpoints/{endpoint_id}/server.log",
+              "lines": ["two", "three"]}
+    for fmt, parse in (("json", json.loads), ("yaml", yaml.safe_load)):
+        result = runner.invoke(cli, ["endpoints", "logs", endpoint_id, "-n", "2", "-o", fmt], env=env,
+                               catch_exceptions=False)
+        assert result.exit_code == 0 and parse(result.output) == answer
     result = runner.invoke(cli, ["endpoints", "logs", "ep-nope"], env=env, catch_exceptions=False)
     assert result.exit_code != 0 and "endpoint ep-nope does not exist" in result.output
     result = runner.invoke(cli, ["endpoints", "logs", endpoint_id, "--lines", "0"], env=env, catch_exceptions=False)

@@ -172,3 +172,22 @@ def test_lists_page_and_filter_by_status_and_workload(client, admin, team, datas
     # A team token sees neither the admin's evaluations nor its dataset.
     assert client.get("/v1/evaluations", headers=team).json["items"] == []
     assert client.get(f"/v1/evaluations/{first['id']}", headers=team).status_code == 404
+
+
+def test_lists_filter_by_run_like_snapshots(client, admin, team, dataset, snapshot):
+    first = create(client, admin, dataset, snapshot=snapshot(run="run-a", step=4)).json
+    second = create(client, admin, dataset, snapshot=snapshot(run="run-a", step=8)).json
+    create(client, admin, dataset, snapshot=snapshot(run="run-b"))
+    create(client, admin, dataset)  # a base model's: no run
+    listed = client.get("/v1/evaluations?run=run-a", headers=admin).json
+    assert [e["id"] for e in listed["items"]] == [second["id"], first["id"]] and listed["nextCursor"] is None
+    assert [e["step"] for e in listed["items"]] == [8, 4]
+    paged = client.get("/v1/evaluations?run=run-a&limit=1", headers=admin).json
+    assert [e["id"] for e in paged["items"]] == [second["id"]] and paged["nextCursor"] == second["id"]
+    rest = client.get(f"/v1/evaluations?run=run-a&limit=1&after={paged['nextCursor']}", headers=admin).json
+    assert [e["id"] for e in rest["items"]] == [first["id"]]
+    client.delete(f"/v1/evaluations/{first['id']}", headers=admin)
+    both = client.get("/v1/evaluations?run=run-a&status=CANCELLED", headers=admin).json["items"]
+    assert [e["id"] for e in both] == [first["id"]]
+    assert client.get("/v1/evaluations?run=run-nope", headers=admin).json["items"] == []
+    assert client.get("/v1/evaluations?run=run-a", headers=team).json["items"] == []  # not its workload

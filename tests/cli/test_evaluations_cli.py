@@ -6,46 +6,22 @@ end (status, metrics, the per-row JSONL). Real scoring through the worker is tes
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
-from click.testing import CliRunner
-from werkzeug.serving import make_server
-
-from services.api.app import create_app
-from shared import logs
-from tests.conftest import ADMIN_TOKEN, mark_nodes_alive
-from training_cli.main import cli
+import yaml
 
 ROWS = "".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"},
                                         {"role": "assistant", "content": f"a{i}"}]}) + "\n" for i in range(3))
 
 
 @pytest.fixture
-def api(config):
-    logs.configure("api", "WARNING")  # the API's request log goes to the real stderr, not the CLI's output
-    app = create_app(config)
-    context = app.extensions["trainer"]
-    mark_nodes_alive(context.redis, context.keys, config)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield {"url": f"http://127.0.0.1:{server.server_port}", "context": context}
-    server.shutdown()
+def api(real_api):
+    return real_api
 
 
 @pytest.fixture
-def training(api):
-    runner = CliRunner()
-
-    def invoke(*args: str, ok: bool = True):
-        result = runner.invoke(cli, list(args), env={"TRAINING_API_URL": api["url"], "TRAINING_TOKEN": ADMIN_TOKEN},
-                               catch_exceptions=False)
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return invoke
+def training(real_training):
+    return real_training
 
 
 @pytest.fixture
@@ -113,7 +89,52 @@ def test_a_finished_evaluation_shows_its_metrics_and_rows(training, dataset, api
     out = tmp_path / "rows.jsonl"
     training("evaluations", "rows", ev["id"], "--out", str(out))
     assert [json.loads(line) for line in out.read_text().splitlines()] == rows
-    assert [json.loads(line) for line in training("evaluations", "rows", ev["id"]).output.splitlines()] == rows
+    assert [json.loads(line) for line in training("evaluations", "rows", ev["id"], "--out", "-").output.splitlines()] == rows
+    assert json.loads(training("evaluations", "rows", ev["id"], "-o", "json").output) == rows
+    assert yaml.safe_load(training("evaluations", "rows", ev["id"], "-o", "yaml").output) == rows
+
+
+def test_rows_table_cuts_the_texts_to_one_short_line(training, dataset, api):
+    ev = json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset,
+                             "-o", "json").output)
+    rows = [{"row": 0, "prompt": [{"role": "user", "content": "Reverse: stone"}], "reference": "enots",
+             "loss": 1.234567, "completion": "enots", "exactMatch": 1.0, "rewards": {"exact_match": 1.0},
+             "judge": None},
+            {"row": 1, "prompt": [{"role": "user", "content": "Reverse: a long line\nof words " + "x" * 40}],
+             "reference": "sdrow", "loss": 2.0, "completion": "no idea", "exactMatch": 0.0,
+             "rewards": {"exact_match": 0.0}, "judge": None}]
+    finish_as_worker(api["context"], ev["id"], {"loss": 1.6}, rows)
+    assert training("evaluations", "rows", ev["id"]).output == (
+        "┏━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┓\n"
+        "┃ Row ┃ Prompt                                   ┃ Completion ┃ Reference ┃ Loss  ┃ Exact match ┃ Reward exact_match ┃\n"
+        "┡━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━┩\n"
+        "│ 0   │ Reverse: stone                           │ enots      │ enots     │ 1.235 │ 1           │ 1                  │\n"
+        "│ 1   │ Reverse: a long line of words xxxxxxxxx… │ no idea    │ sdrow     │ 2     │ 0           │ 0                  │\n"
+        "└─────┴──────────────────────────────────────────┴────────────┴───────────┴───────┴─────────────┴────────────────────┘\n"
+    )
+
+
+def test_evaluations_logs_as_json_and_yaml(training, dataset, api):
+    ev = json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset,
+                             "-o", "json").output)
+    events = api["context"].store.events(ev["id"])
+    assert [e["message"] for e in events] == ["queued in pool default for 1 GPU(s)"]
+    assert json.loads(training("evaluations", "logs", ev["id"], "-o", "json").output) == events
+    assert yaml.safe_load(training("evaluations", "logs", ev["id"], "-o", "yaml").output) == events
+    assert training("evaluations", "logs", ev["id"]).output.rstrip().endswith("INFO  queued in pool default for 1 GPU(s)")
+
+
+def test_evaluations_get_run_lists_the_evaluations_of_a_runs_snapshots(training, dataset, api):
+    context = api["context"]
+    ours, other = snapshot(context, run="run-ours", step=4), snapshot(context, run="run-other")
+    mine = [json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--snapshot", snap,
+                                "--dataset", dataset, "-o", "json").output)["id"] for snap in (ours, other)][0]
+    training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset)  # a base model's
+    listed = json.loads(training("evaluations", "get", "--run", "run-ours", "-o", "json").output)["items"]
+    assert [(e["id"], e["snapshot"], e["run"], e["step"]) for e in listed] == [(mine, ours, "run-ours", 4)]
+    table = training("evaluations", "get", "--run", "run-ours").output
+    assert mine in table and ours in table
+    assert training("evaluations", "get", "--run", "run-none").output == "no evaluations found\n"
 
 
 def test_comparisons_create_get_and_the_refusal_sentence(training, dataset, api):

@@ -41,6 +41,15 @@ def test_cli_upload_train_download_and_generate(stack, tmp_path):
     logs = cli(stack, "runs", "logs", run["id"]).stdout
     assert "training started: 40 steps" in logs and "INFO" in logs
 
+    # One metrics point per step (logging_steps=1), as the worker logged them; the table's last rows.
+    points = json.loads(cli(stack, "runs", "metrics", run["id"], "-o", "json").stdout)
+    assert [p["step"] for p in points] == list(range(1, 41)) and all(p["loss"] > 0 for p in points)
+    assert points[-1]["loss"] < points[0]["loss"]
+    lines = cli(stack, "runs", "metrics", run["id"], "--last", "2").stdout.splitlines()
+    assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == [
+        "Step", "Loss", "LR", "Grad norm", "Epoch", "Tokens/s"]
+    assert [line.split("│")[1].strip() for line in lines[3:-1]] == ["39", "40"]
+
     snapshots = json.loads(cli(stack, "snapshots", "get", "--run", run["id"], "-o", "json").stdout)["items"]
     final = next(s for s in snapshots if s["final"])
     assert final["step"] == 40 and final["layout"] == 2

@@ -1,4 +1,4 @@
-"""Options shared by the list verbs: `--status`, `--workload`, `--limit`, `--after`."""
+"""Options shared by the list verbs: `--status`, `--workload`, `--limit`, `--after`, `--run`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Any, Callable
 import click
 
 
-def list_options(*, status: bool = True, run: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def list_options(*, status: bool = True, run: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`run`: what the list holds, when it also filters with `--run RUN_ID` (?run=)."""
+
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn = click.option("--after", help="Cursor of the next page (a list's nextCursor).")(fn)
         fn = click.option("--limit", type=click.IntRange(1, 200), help="Most items to show (1-200).")(fn)
@@ -15,7 +17,7 @@ def list_options(*, status: bool = True, run: bool = False) -> Callable[[Callabl
         if status:
             fn = click.option("--status", help="Only this status (e.g. RUNNING).")(fn)
         if run:
-            fn = click.option("--run", "run_id", help="Only snapshots of this run.")(fn)
+            fn = click.option("--run", "run_id", help=f"Only {run} of this run.")(fn)
         return fn
 
     return decorate

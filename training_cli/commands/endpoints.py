@@ -9,7 +9,7 @@ from training_cli import tables
 from training_cli.commands.common import list_options, list_params
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import dump, emit, emit_list, output_option
 
 # flag -> field of the request body (SPEC 7); flags override what -f FILE says.
 BODY_FLAGS = {"model": "model", "snapshot": "snapshot", "name": "name", "gpus": "gpus", "pool": "pool",
@@ -81,9 +81,15 @@ def delete(cli: CliContext, endpoint_id: str, fmt: str) -> None:
 @click.argument("endpoint_id", metavar="ID|NAME")
 @click.option("--lines", "-n", type=click.IntRange(min=1, max=10_000), default=100, show_default=True,
               help="How many of the last lines to show.")
+@output_option
 @pass_cli
-def logs(cli: CliContext, endpoint_id: str, lines: int) -> None:
-    """The tail of the endpoint's serving-process log (whatever its phase)."""
+def logs(cli: CliContext, endpoint_id: str, lines: int, fmt: str) -> None:
+    """The tail of the endpoint's serving-process log (whatever its phase), as it was written.
+
+    -o json / -o yaml print the API's answer: {endpoint, phase, log, lines}."""
     answer = cli.client.get(f"/v1/endpoints/{endpoint_id}/logs", {"lines": lines})
+    if fmt != "table":
+        dump(answer, fmt)
+        return
     for line in answer.get("lines") or []:
         click.echo(line)

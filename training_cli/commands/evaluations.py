@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any, TextIO
@@ -63,7 +64,7 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
 @group.command("get")
 @click.argument("evaluation_id", metavar="[ID]", required=False)
 @click.option("--comparison", help="Only the evaluations of this comparison.")
-@list_options()
+@list_options(run="evaluations")
 @output_option
 @pass_cli
 def get(cli: CliContext, evaluation_id: str | None, fmt: str, **filters: Any) -> None:
@@ -91,27 +92,36 @@ def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
 
 @group.command("rows")
 @click.argument("evaluation_id", metavar="ID")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the JSONL here instead of to stdout.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Write the JSONL as the API serves it here (- for stdout) instead of printing it.")
+@output_option
 @pass_cli
-def rows(cli: CliContext, evaluation_id: str, out: Path | None) -> None:
-    """The per-row results of a SUCCEEDED evaluation, one JSON object a line."""
-    if out is not None:
-        cli.client.download(f"/v1/evaluations/{evaluation_id}/rows", out)
+def rows(cli: CliContext, evaluation_id: str, out: Path | None, fmt: str) -> None:
+    """The per-row results of a SUCCEEDED evaluation.
+
+    The table cuts the texts short; -o json / -o yaml print every row whole, as one list;
+    --out FILE writes the JSONL file as it is (one JSON object a line)."""
+    path = f"/v1/evaluations/{evaluation_id}/rows"
+    if out is not None and str(out) != "-":
+        cli.client.download(path, out)
         click.echo(f"wrote {out}", err=True)
         return
     with tempfile.TemporaryDirectory() as tmp:
-        path = cli.client.download(f"/v1/evaluations/{evaluation_id}/rows", Path(tmp) / "rows.jsonl")
-        click.echo(path.read_text(), nl=False)
+        jsonl = cli.client.download(path, Path(tmp) / "rows.jsonl").read_text()
+    if out is not None:
+        click.echo(jsonl, nl=False)
+        return
+    items = [json.loads(line) for line in jsonl.splitlines() if line.strip()]
+    if fmt == "table" and not items:
+        click.echo("no rows found")
+        return
+    emit(items, fmt, tables.evaluation_rows)
 
 
 @group.command("logs")
 @click.argument("evaluation_id", metavar="ID")
+@output_option
 @pass_cli
-def logs(cli: CliContext, evaluation_id: str) -> None:
-    """The evaluation's event log."""
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
-    for event in cli.client.get(f"/v1/evaluations/{evaluation_id}/events").get("items") or []:
-        console.print(tables.event_line(event))
+def logs(cli: CliContext, evaluation_id: str, fmt: str) -> None:
+    """The evaluation's events: TIME LEVEL MESSAGE (-o json / -o yaml: the events as one list)."""
+    emit(cli.client.log_items(f"/v1/evaluations/{evaluation_id}/events"), fmt, tables.events)

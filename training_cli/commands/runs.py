@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+import json
 import sys
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import click
 import yaml
@@ -137,13 +138,49 @@ def watch(cli: CliContext, run_id: str) -> None:
     sys.exit(0 if run.get("status") == "SUCCEEDED" else 1)
 
 
+# -o json|yaml with -f: one document per event, printed as it arrives.
+EVENT_STREAM: dict[str, Callable[[dict[str, Any]], None]] = {
+    "json": lambda event: click.echo(json.dumps(event)),
+    "yaml": lambda event: click.echo(yaml.safe_dump(event, sort_keys=False, allow_unicode=True, explicit_start=True),
+                                     nl=False),
+}
+
+
 @group.command("logs")
 @click.argument("run_id", metavar="ID")
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends or is paused.")
+@output_option
 @pass_cli
-def logs(cli: CliContext, run_id: str, follow: bool) -> None:
-    """The run's events: TIME LEVEL MESSAGE."""
-    follow_logs(cli.client, run_id, follow=follow)
+def logs(cli: CliContext, run_id: str, follow: bool, fmt: str) -> None:
+    """The run's events: TIME LEVEL MESSAGE.
+
+    -o json / -o yaml print the events ({time, level, message}) as one list; with -f they print
+    each event as it comes instead: -o json one JSON object a line (JSONL), -o yaml one YAML
+    document each (a `---` stream)."""
+    if not follow and fmt != "table":
+        emit(cli.client.log_items(f"/v1/runs/{run_id}/events"), fmt, tables.events)
+        return
+    follow_logs(cli.client, run_id, follow=follow, show=EVENT_STREAM.get(fmt))
+
+
+@group.command("metrics")
+@click.argument("run_id", metavar="ID")
+@click.option("--last", type=click.IntRange(min=1), metavar="N", help="Only the last N points.")
+@output_option
+@pass_cli
+def metrics(cli: CliContext, run_id: str, last: int | None, fmt: str) -> None:
+    """The run's metrics, one row per logged point (training steps and validation passes).
+
+    The table's columns are the keys the points carry (loss, learningRate, validationLoss, reward,
+    kl, ...); -o json / -o yaml print the points as the API answers them (with each one's time),
+    as one list."""
+    points = cli.client.log_items(f"/v1/runs/{run_id}/metrics")
+    if last is not None:
+        points = points[-last:]
+    if fmt == "table" and not points:
+        click.echo(f"run {run_id} has logged no metrics yet")
+        return
+    emit(points, fmt, tables.metrics)
 
 
 def _say(run: dict[str, Any], fmt: str, sentence: str) -> None:

@@ -19,7 +19,7 @@ def group() -> None:
 
 @group.command("get")
 @click.argument("snapshot_id", metavar="[ID]", required=False)
-@list_options(status=False, run=True)
+@list_options(status=False, run="snapshots")
 @output_option
 @pass_cli
 def get(cli: CliContext, snapshot_id: str | None, fmt: str, **filters: Any) -> None:

@@ -1,4 +1,4 @@
-"""Evaluations: create, list, get, cancel (DELETE), events, per-row results (JSONL)."""
+"""Evaluations: create, list (?comparison=, ?run=), get, cancel (DELETE), events, per-row results (JSONL)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def create_evaluation():
 @bp.get("/v1/evaluations")
 def list_evaluations():
     limit, after = page_args()
-    comparison = request.args.get("comparison")
-    where = visible_filter((lambda d: d.get("comparison") == comparison) if comparison else (lambda d: True),
+    # ?comparison= and ?run= (the run whose snapshot it scores), like the snapshots' ?run=
+    wanted = {field: request.args[field] for field in ("comparison", "run") if request.args.get(field)}
+    where = visible_filter(lambda d: all(d.get(field) == value for field, value in wanted.items()),
                            what="evaluations", statuses=EvaluationStatus)
     items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after)
     return page(_shown(items), cursor)

@@ -1,0 +1,98 @@
+"""`training runs metrics` and `training runs logs -o ...` against the real API (services/api in a
+thread, real Redis). No worker runs here: the metric points are written where the worker's
+reporter writes them (store.add_metrics, services/trainer_worker/reporter.py); real points from
+real training are read in tests/e2e/test_cli_flow.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.cli.test_evaluations_cli import ROWS
+
+SFT_POINTS = [
+    {"step": step, "loss": 2.5 / step, "learningRate": 0.002 * (4 - step) / 3, "gradNorm": 1.23456 * step,
+     "tokensPerSecond": 5123.456, "epoch": step / 3, "attempt": 0, "time": "2026-01-02T03:04:05Z"}
+    for step in (1, 2, 3)
+] + [{"step": 3, "validationLoss": 0.9, "validationPerplexity": 2.4596, "attempt": 0, "time": "2026-01-02T03:04:06Z"}]
+
+GRPO_POINT = {"step": 1, "loss": 0.01, "learningRate": 5e-6, "gradNorm": 0.5, "tokensPerSecond": 100.0, "epoch": 0.1,
+              "reward": 0.75, "rewardStd": 0.25, "rewards": {"exact_match": {"mean": 0.5, "std": 0.5}},
+              "kl": None, "completionLength": 12.5, "generationSeconds": 1.5, "handoffSeconds": 0.0,
+              "handoffBytes": 0, "rewardSeconds": 0.01, "updateSeconds": 0.3, "stepSeconds": 1.81, "attempt": 0,
+              "time": "2026-01-02T03:04:05Z"}
+
+
+def cells(table: str) -> tuple[list[str], list[list[str]]]:
+    """The headers and the rows' cells of a one-line-per-row table as the CLI prints it."""
+    lines = table.splitlines()
+
+    def split(line: str, bar: str) -> list[str]:
+        return [cell.strip() for cell in line.strip().strip(bar).split(bar)]
+
+    return split(lines[1], "┃"), [split(line, "│") for line in lines[3:-1]]
+
+
+@pytest.fixture
+def run_id(real_training, tmp_path):
+    """A QUEUED run (nothing trains it here)."""
+    path = tmp_path / "d.jsonl"
+    path.write_text(ROWS)
+    dataset = json.loads(real_training("datasets", "create", str(path), "-o", "json").output)["id"]
+    created = real_training("runs", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset, "-o", "json")
+    return json.loads(created.output)["id"]
+
+
+def test_runs_metrics_is_a_table_of_the_columns_the_points_carry(real_training, real_api, run_id):
+    store = real_api["context"].store
+    assert real_training("runs", "metrics", run_id).output == f"run {run_id} has logged no metrics yet\n"
+    for point in SFT_POINTS:
+        store.add_metrics(run_id, point)
+    assert real_training("runs", "metrics", run_id).output == (
+        "┏━━━━━━┳━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓\n"
+        "┃ Step ┃ Loss   ┃ LR        ┃ Grad norm ┃ Val loss ┃ Val ppl ┃ Epoch  ┃ Tokens/s ┃\n"
+        "┡━━━━━━╇━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩\n"
+        "│ 1    │ 2.5    │ 0.002     │ 1.235     │ -        │ -       │ 0.3333 │ 5123.5   │\n"
+        "│ 2    │ 1.25   │ 0.001333  │ 2.469     │ -        │ -       │ 0.6667 │ 5123.5   │\n"
+        "│ 3    │ 0.8333 │ 0.0006667 │ 3.704     │ -        │ -       │ 1      │ 5123.5   │\n"
+        "│ 3    │ -      │ -         │ -         │ 0.9      │ 2.46    │ -      │ -        │\n"
+        "└──────┴────────┴───────────┴───────────┴──────────┴─────────┴────────┴──────────┘\n"
+    )
+    headers, rows = cells(real_training("runs", "metrics", run_id, "--last", "2").output)
+    assert [row[:3] for row in rows] == [["3", "0.8333", "0.0006667"], ["3", "-", "-"]] and len(headers) == 8
+    # json and yaml: the points as the API answers them, every page, one list.
+    assert json.loads(real_training("runs", "metrics", run_id, "-o", "json").output) == SFT_POINTS
+    assert yaml.safe_load(real_training("runs", "metrics", run_id, "--last", "1", "-o", "yaml").output) == SFT_POINTS[-1:]
+    result = real_training("runs", "metrics", "run-nope", ok=False)
+    assert result.exit_code == 1 and "error: run run-nope does not exist" in result.output
+
+
+def test_a_grpo_runs_metrics_show_its_rewards_and_where_the_step_went(real_training, real_api, run_id):
+    store = real_api["context"].store
+    store.add_metrics(run_id, GRPO_POINT)
+    store.add_metrics(run_id, {**GRPO_POINT, "step": 2, "reward": 1.0, "handoffBytes": 3 << 20, "handoffSeconds": 0.04})
+    headers, rows = cells(real_training("runs", "metrics", run_id).output)
+    # kl is null (no KL penalty): no column; attempt is 0 throughout: no column; time: -o json only.
+    assert headers == ["Step", "Loss", "LR", "Grad norm", "Reward", "Reward std", "Reward exact_match", "Length",
+                       "Epoch", "Tokens/s", "Gen s", "Handoff s", "Handoff", "Reward s", "Update s", "Step s"]
+    assert rows[0] == ["1", "0.01", "5e-06", "0.5", "0.75", "0.25", "0.5", "12.5", "0.1", "100", "1.5", "0", "0 B",
+                       "0.01", "0.3", "1.81"]
+    assert rows[1][4] == "1" and rows[1][11:13] == ["0.04", "3.0 MiB"]
+
+
+def test_runs_logs_prints_the_events_as_json_or_yaml(real_training, real_api, run_id):
+    context = real_api["context"]
+    context.store.add_event(run_id, "training started: 40 steps")
+    events = context.store.events(run_id)
+    table = real_training("runs", "logs", run_id).output
+    assert "INFO  queued in pool default" in table and "INFO  training started: 40 steps" in table
+    assert json.loads(real_training("runs", "logs", run_id, "-o", "json").output) == events
+    assert yaml.safe_load(real_training("runs", "logs", run_id, "-o", "yaml").output) == events
+    # -f: one document per event as it comes; here the run has already ended, so it stops at once.
+    context.store.update(run_id, lambda d: {**d, "status": "CANCELLED"})
+    followed = real_training("runs", "logs", run_id, "-f", "-o", "json").output
+    assert [json.loads(line) for line in followed.splitlines()] == events
+    assert list(yaml.safe_load_all(real_training("runs", "logs", run_id, "-f", "-o", "yaml").output)) == events
+    assert real_training("runs", "logs", run_id, "-f").output == table
