@@ -5,7 +5,7 @@
     catalog: [{id, builtin?, path?, revision?, parameters?, precisions?, ...}]  (shared/models.py:
              builtin, a local path, or neither: the id in the Hugging Face hub cache at revision)
     tokens:  [{token, name, workloads: [...], admin: bool}]
-    limits:  {maxUploadBytes}
+    limits:  {maxUploadBytes, maxSnapshotUploadBytes}  (a request body; a snapshot archive's)
     scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
 
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
@@ -27,6 +27,8 @@ from shared.errors import ValidationFailed
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+# A snapshot archive holds an adapter and, for a training state, its optimizer: far above a dataset.
+DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES = 16 * 1024 ** 3
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
 
@@ -77,6 +79,7 @@ class DeploymentConfig:
     catalog: tuple[dict[str, Any], ...]
     tokens: tuple[Token, ...]
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    max_snapshot_upload_bytes: int = DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
     # Reward functions this deployment registers for grpo runs: name -> "package.module:function"
@@ -168,6 +171,8 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         catalog=tuple(raw.get("catalog") or EMBEDDED_DEFAULT["catalog"]),
         tokens=tuple(tokens),
         max_upload_bytes=int((raw.get("limits") or {}).get("maxUploadBytes", DEFAULT_MAX_UPLOAD_BYTES)),
+        max_snapshot_upload_bytes=int((raw.get("limits") or {}).get("maxSnapshotUploadBytes",
+                                                                     DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES)),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
         reward_functions=_reward_functions(raw),
     )

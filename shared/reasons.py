@@ -499,3 +499,23 @@ def reward_parameter_not_json(value: object) -> str:
     got = repr(value) if isinstance(value, float) else f"a value of type {type(value).__name__}"  # nan, inf too
     return (f"must be a JSON value (a string, number, true, false, null, list or object), not {got}; "
             "reward parameters are stored in the plan")
+
+
+# --- Snapshot archives (`training snapshots import`, services/api/snapshot_import.py).
+
+def snapshot_archive_unreadable(filename: str, error: str) -> str:
+    return f"{filename} is not a readable .tar or .tar.gz of a snapshot directory ({error})"
+
+
+def snapshot_archive_unsafe(filename: str, error: str) -> str:
+    """A member that would land outside the snapshot directory, a link out of it, a device file."""
+    return f"{filename} holds a member the trainer will not unpack ({error}); a snapshot archive holds plain files"
+
+
+def snapshot_archive_no_manifest(filename: str) -> str:
+    return (f"{filename} holds no snapshot.json at its top or in its one top-level directory; "
+            "a snapshot directory starts with its manifest")
+
+
+SNAPSHOT_IMPORT_BODY = ("a snapshot import is a multipart upload of `file` (a .tar or .tar.gz of the snapshot "
+                        "directory), or a JSON object with `path`, a directory on the API's own machine")

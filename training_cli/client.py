@@ -36,6 +36,12 @@ class ApiClient:
             files = {"file": (file.name, handle, "application/x-ndjson")}
             return self._json(self._request("POST", path, files=files, data=_clean(fields)))
 
+    def post_file(self, path: str, file: Path, content_type: str, params: dict[str, Any]) -> Any:
+        """POST `file` as the request body, streamed from disk (a multipart body would be built in memory)."""
+        with open(file, "rb") as handle:
+            return self._json(self._request("POST", path, data=handle, params=_clean(params),
+                                            headers={"Content-Type": content_type}))
+
     def download(self, path: str, target: Path, chunk_bytes: int = 1 << 20) -> Path:
         response = self._request("GET", path, stream=True)
         with open(target, "wb") as out:

@@ -55,7 +55,8 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc):
-        err = TooLarge(reasons.request_too_large(config.max_upload_bytes), details={"maxBytes": config.max_upload_bytes})
+        limit = request.max_content_length or config.max_upload_bytes  # a route may raise it (snapshot import)
+        err = TooLarge(reasons.request_too_large(limit), details={"maxBytes": limit})
         return err.to_dict(), err.status
 
     @app.errorhandler(HTTPException)

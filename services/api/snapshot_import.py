@@ -1,23 +1,32 @@
 """`training snapshots import PATH` (SPEC 3.3): register a snapshot directory written elsewhere.
 
-The directory must have a valid manifest; it is copied into the artifact root (so the snapshot
-outlives the source) and the parts this deployment can read are recorded on the snapshot.
+Two ways in, one registration:
+- an archive upload (`import_archive`): the CLI tars the directory on the user's machine and the
+  API unpacks it into the artifact root, so the API need not see the user's files;
+- a path on the API's own machine (`import_directory`, `--on-server`): for a directory already on
+  a filesystem the deployment shares, copied without passing through the client.
+
+The directory must have a valid manifest; it lands in the artifact root (so the snapshot outlives
+the source) and the parts this deployment can read are recorded on the snapshot.
 """
 
 from __future__ import annotations
 
 import shutil
+import tarfile
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from services.api.context import Context
 from services.api.branches import with_readable
+from services.api.context import Context
 from services.trainer_worker.engines.base import MANIFEST_FILE, read_manifest
+from shared import reasons
 from shared.errors import ValidationFailed
 from shared.ids import Kind, new_id
 
 
-def import_snapshot(context: Context, *, path: str, workload: str) -> dict[str, Any]:
+def import_directory(context: Context, *, path: str, workload: str) -> dict[str, Any]:
     try:
         source = Path(path).expanduser()
     except RuntimeError:  # ~USER of a user this machine does not have: refused below as not absolute
@@ -32,6 +41,48 @@ def import_snapshot(context: Context, *, path: str, workload: str) -> dict[str, 
     snapshot_id = new_id(Kind.SNAPSHOT)
     target = context.artifacts.path("imported", snapshot_id)
     shutil.copytree(source, target)
+    return _register(context, snapshot_id, target, manifest, workload=workload, source=str(source))
+
+
+def import_archive(context: Context, *, archive: IO[bytes], filename: str, workload: str) -> dict[str, Any]:
+    """Unpack a .tar (or .tar.gz), read as a stream, of a snapshot directory (its manifest at the top, or in its one
+    top-level directory) into the artifact root and register it. Members that would land outside
+    the directory, links that point outside it and device files are refused (tarfile's `data`
+    filter); a refused archive leaves nothing behind."""
+    incoming = context.artifacts.path("imported")
+    incoming.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=incoming))  # same filesystem: the move is a rename
+    try:
+        try:
+            with tarfile.open(fileobj=archive, mode="r|*") as tar:  # a stream: read once, never sought
+                tar.extractall(work / "x", filter="data")
+        except tarfile.FilterError as exc:
+            raise ValidationFailed(reasons.snapshot_archive_unsafe(filename, str(exc)),
+                                   details={"field": "file"}) from None
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise ValidationFailed(reasons.snapshot_archive_unreadable(filename, str(exc)),
+                                   details={"field": "file"}) from None
+        source = _snapshot_root(work / "x", filename)
+        manifest = read_manifest(source)
+        snapshot_id = new_id(Kind.SNAPSHOT)
+        target = context.artifacts.path("imported", snapshot_id)
+        source.rename(target)
+        return _register(context, snapshot_id, target, manifest, workload=workload, source=f"upload:{filename}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _snapshot_root(unpacked: Path, filename: str) -> Path:
+    if (unpacked / MANIFEST_FILE).is_file():
+        return unpacked
+    entries = list(unpacked.iterdir()) if unpacked.is_dir() else []
+    if len(entries) == 1 and entries[0].is_dir() and (entries[0] / MANIFEST_FILE).is_file():
+        return entries[0]
+    raise ValidationFailed(reasons.snapshot_archive_no_manifest(filename), details={"field": "file"})
+
+
+def _register(context: Context, snapshot_id: str, target: Path, manifest: dict[str, Any], *, workload: str,
+              source: str) -> dict[str, Any]:
     # read_manifest fills in a layout-1 directory's parts from the files it holds
     contents = {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")}
     return with_readable(context.store.create({
@@ -49,7 +100,7 @@ def import_snapshot(context: Context, *, path: str, workload: str) -> dict[str, 
         "contents": contents,
         "final": False,
         "imported": True,
-        "source": str(source),
+        "source": source,
         "sourceRun": manifest.get("run"),
         "path": str(target.relative_to(context.artifacts.root)),
         "detail": None,

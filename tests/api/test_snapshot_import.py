@@ -130,3 +130,95 @@ def test_snapshots_stored_before_manifests_were_checked_still_read(client, admin
     resp = client.get(f"/v1/snapshots/{outside['id']}/adapter", headers=admin)
     assert resp.status_code == 404
     assert resp.json["error"]["message"] == f"snapshot {outside['id']} has no adapter files on disk"
+
+
+def tar_of(directory, *, gz=False, top=True) -> bytes:
+    """The snapshot directory as an archive, as `training snapshots import` sends it (top: inside
+    one top-level directory; else its files at the archive's root)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz" if gz else "w") as tar:
+        if top:
+            tar.add(directory, arcname=directory.name)
+        else:
+            for child in directory.iterdir():
+                tar.add(child, arcname=child.name)
+    return buffer.getvalue()
+
+
+def post_archive(client, headers, data: bytes, content_type="application/x-tar", **query):
+    return client.post("/v1/snapshots/import", headers={**headers, "Content-Type": content_type},
+                       query_string={"name": "snap.tar", **query}, data=data)
+
+
+def imported_dirs(config):
+    root = config.artifact_root / "imported"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+@pytest.mark.parametrize("gz, top, content_type", [
+    (False, True, "application/x-tar"), (True, False, "application/gzip"), (True, True, "application/octet-stream")])
+def test_an_uploaded_archive_is_unpacked_into_the_artifact_root(client, admin, tmp_path, config, gz, top, content_type):
+    before = imported_dirs(config)
+    resp = post_archive(client, admin, tar_of(snapshot_dir(tmp_path), gz=gz, top=top), content_type, workload="runs")
+    assert resp.status_code == 201, resp.json
+    snap = resp.json
+    assert snap["source"] == "upload:snap.tar" and snap["readable"] == {"weights": True, "trainingState": True}
+    assert imported_dirs(config) == sorted([*before, snap["id"]])  # nothing else left behind
+    download = client.get(f"/v1/snapshots/{snap['id']}/adapter", headers=admin)
+    with tarfile.open(fileobj=io.BytesIO(download.data), mode="r:gz") as tar:
+        assert {m.name: tar.extractfile(m).read() for m in tar.getmembers()}["adapter_model.safetensors"] == b"weights"
+
+
+def test_the_same_archive_as_a_multipart_file(client, admin, tmp_path):
+    data = tar_of(snapshot_dir(tmp_path), gz=True)
+    resp = client.post("/v1/snapshots/import", headers=admin, content_type="multipart/form-data",
+                       data={"file": (io.BytesIO(data), "snap.tar.gz")})
+    assert resp.status_code == 201 and resp.json["source"] == "upload:snap.tar.gz"
+
+
+def test_archives_that_are_refused_leave_nothing_behind(client, admin, tmp_path, config):
+    before, listed = imported_dirs(config), client.get("/v1/snapshots", headers=admin).json["items"]
+    resp = post_archive(client, admin, b"not a tar at all" * 100)
+    assert resp.status_code == 400 and resp.json["error"]["message"].startswith(
+        "snap.tar is not a readable .tar or .tar.gz of a snapshot directory (")
+    escape = io.BytesIO()
+    with tarfile.open(fileobj=escape, mode="w") as tar:
+        member = tarfile.TarInfo("../../escaped.txt")
+        member.size = 2
+        tar.addfile(member, io.BytesIO(b"hi"))
+    resp = post_archive(client, admin, escape.getvalue())
+    assert resp.status_code == 400 and resp.json["error"]["message"].startswith(
+        "snap.tar holds a member the trainer will not unpack (")
+    assert not (config.artifact_root / "escaped.txt").exists() and not (tmp_path / "escaped.txt").exists()
+    (tmp_path / "empty").mkdir()
+    resp = post_archive(client, admin, tar_of(tmp_path / "empty"))
+    assert resp.json["error"] == {"code": "invalid", "details": {"field": "file"}, "message": (
+        "snap.tar holds no snapshot.json at its top or in its one top-level directory; "
+        "a snapshot directory starts with its manifest")}
+    bad = snapshot_dir(tmp_path, weights="adapter")
+    resp = post_archive(client, admin, tar_of(bad))
+    assert resp.status_code == 400 and resp.json["error"]["details"]["manifestField"] == "weights"
+    resp = client.post("/v1/snapshots/import", headers=admin, json={"nothing": 1})
+    assert resp.status_code == 400 and resp.json["error"]["message"] == (
+        "a snapshot import is a multipart upload of `file` (a .tar or .tar.gz of the snapshot directory), "
+        "or a JSON object with `path`, a directory on the API's own machine")
+    assert imported_dirs(config) == before
+    assert client.get("/v1/snapshots", headers=admin).json["items"] == listed
+
+
+def test_an_archive_over_the_snapshot_limit_is_413(client, admin, tmp_path, config):
+    from dataclasses import replace
+
+    from services.api.app import create_app
+
+    small = create_app(replace(config, max_snapshot_upload_bytes=1000)).test_client()
+    data = tar_of(snapshot_dir(tmp_path))
+    assert len(data) > 1000
+    resp = post_archive(small, admin, data)
+    assert resp.status_code == 413 and resp.json["error"] == {
+        "code": "too_large", "details": {"maxBytes": 1000},
+        "message": "the upload is larger than this deployment accepts (1000 bytes)"}
+    # the snapshot limit, not the request-body limit (200,000 bytes in the tests), governs archives
+    big = snapshot_dir(tmp_path / "big")
+    (big / "adapter" / "adapter_model.safetensors").write_bytes(b"w" * 300_000)
+    assert post_archive(client, admin, tar_of(big)).status_code == 201

@@ -142,6 +142,7 @@ def test_import_layout1_and_branch_from_it_with_the_cli(stack, dataset, tmp_path
                                    plan=plan, step=8)
     imported = json_.loads(cli(stack, "snapshots", "import", str(source), "-o", "json").stdout)
     assert imported["layout"] == 1 and imported["imported"] is True and imported["step"] == 8
+    assert imported["source"] == f"upload:{source.name}.tar"  # uploaded: the API need not see this machine's files
     assert imported["readable"] == {"weights": True, "trainingState": True}
     assert "Readable here" in cli(stack, "snapshots", "get", imported["id"]).stdout
 
@@ -166,8 +167,8 @@ def test_import_layout1_and_branch_from_it_with_the_cli(stack, dataset, tmp_path
         "layout": 2, "model": "builtin/tiny-qwen3", "method": "sft", "step": 8, "gpus": 1, "precision": "fp32",
         "weights": {"format": "peft-safetensors", "path": "."},
         "trainingState": {"format": "deepspeed-zero3", "path": "."}}))
-    other = json_.loads(cli(stack, "snapshots", "import", str(sharded), "-o", "json").stdout)
-    assert other["readable"] == {"weights": True, "trainingState": False}
+    other = json_.loads(cli(stack, "snapshots", "import", "--on-server", str(sharded), "-o", "json").stdout)
+    assert other["readable"] == {"weights": True, "trainingState": False} and other["source"] == str(sharded)
     refused = cli(stack, "runs", "branch", other["id"], "--restore", "trainingState", "-f", str(overrides), check=False)
     assert refused.returncode == 1
     assert ("error: this snapshot's training state is in a layout this deployment cannot read as a branch source. "

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import tarfile
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,11 @@ from training_cli import tables
 from training_cli.archive import download_adapter
 from training_cli.commands.common import list_options, list_params
 from training_cli.context import CliContext, pass_cli
+from training_cli.errors import CliError
 from training_cli.output import emit, emit_list, output_option
+
+
+MANIFEST_FILE = "snapshot.json"  # services/trainer_worker/engines/base.py; the CLI does not import the engines
 
 
 @click.group("snapshots")
@@ -40,16 +46,29 @@ def download(cli: CliContext, snapshot_id: str, directory: Path) -> None:
 
 
 @group.command("import")
-@click.argument("path", metavar="PATH", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path", metavar="PATH")
 @click.option("--workload", help="The workload the snapshot belongs to.")
+@click.option("--on-server", is_flag=True,
+              help="PATH is a directory on the API's machine (a shared filesystem): it is copied there, not uploaded.")
 @output_option
 @pass_cli
-def import_(cli: CliContext, path: Path, workload: str | None, fmt: str) -> None:
+def import_(cli: CliContext, path: str, workload: str | None, on_server: bool, fmt: str) -> None:
     """Register a snapshot directory written elsewhere (release 0.5, another deployment).
 
-    The API reads PATH on its own machine (the artifact root is shared), checks its manifest and
-    records which of its parts this deployment can read."""
-    body: dict[str, Any] = {"path": str(path.resolve())}
-    if workload:
-        body["workload"] = workload
-    emit(cli.client.post("/v1/snapshots/import", body), fmt, tables.snapshot)
+    PATH is uploaded as a tar archive (this machine need not share a filesystem with the
+    deployment); the API checks its manifest and records which of its parts this deployment can
+    read."""
+    if on_server:
+        body: dict[str, Any] = {"path": path, **({"workload": workload} if workload else {})}
+        emit(cli.client.post("/v1/snapshots/import", body), fmt, tables.snapshot)
+        return
+    directory = Path(path).expanduser()
+    if not (directory / MANIFEST_FILE).is_file():
+        raise CliError(f"{directory} holds no {MANIFEST_FILE}; a snapshot directory starts with its manifest")
+    with tempfile.TemporaryDirectory(prefix="training-import-") as tmp:
+        archive = Path(tmp) / f"{directory.resolve().name}.tar"
+        with tarfile.open(archive, "w") as tar:  # weights barely compress; plain tar keeps it cheap
+            tar.add(directory, arcname=directory.resolve().name)
+        snapshot = cli.client.post_file("/v1/snapshots/import", archive, "application/x-tar",
+                                        {"name": archive.name, "workload": workload})
+    emit(snapshot, fmt, tables.snapshot)

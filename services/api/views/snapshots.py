@@ -15,6 +15,7 @@ from shared import reasons
 from shared.errors import NotFound, ValidationFailed
 
 bp = Blueprint("snapshots", __name__)
+ARCHIVE_TYPES = {"application/x-tar", "application/gzip", "application/x-gzip", "application/octet-stream"}
 
 
 def _snapshot(snapshot_id: str) -> dict:
@@ -33,14 +34,31 @@ def list_snapshots():
 
 @bp.post("/v1/snapshots/import")
 def import_snapshot():
-    from services.api.snapshot_import import import_snapshot as register
+    """The body a .tar(.gz) of the snapshot directory (`Content-Type: application/x-tar` or
+    `application/gzip`; `?name=` and `?workload=` in the query), streamed to disk as it arrives; or
+    the same as multipart `file` (`curl -F file=@snap.tar`); or JSON `{path, workload?}`: a
+    directory on the API's own machine."""
+    from services.api import snapshot_import
 
+    if request.mimetype in ARCHIVE_TYPES:
+        request.max_content_length = ctx().config.max_snapshot_upload_bytes  # before the body is read
+        workload = require_workload(request.args.get("workload") or principal().default_workload("runs"))
+        return snapshot_import.import_archive(ctx(), archive=request.stream,
+                                              filename=request.args.get("name") or "the upload",
+                                              workload=workload), 201
+    if request.mimetype == "multipart/form-data":
+        request.max_content_length = ctx().config.max_snapshot_upload_bytes  # before the body is read
+        upload = request.files.get("file")
+        if upload is None or not upload.filename:
+            raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "file"})
+        workload = require_workload(request.form.get("workload") or principal().default_workload("runs"))
+        return snapshot_import.import_archive(ctx(), archive=upload.stream, filename=upload.filename,
+                                              workload=workload), 201
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
-        raise ValidationFailed("the body must be a JSON object with the snapshot directory's `path`",
-                               details={"field": "path"})
+        raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "path"})
     workload = require_workload(body.get("workload") or principal().default_workload("runs"))
-    return register(ctx(), path=body["path"], workload=workload), 201
+    return snapshot_import.import_directory(ctx(), path=body["path"], workload=workload), 201
 
 
 @bp.get("/v1/snapshots/<snapshot_id>")
