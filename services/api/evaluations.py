@@ -66,8 +66,11 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
                                                                model=spec["model"]), details={"field": "snapshot"})
     if spec["judge"]:
         _judge(context, spec["judge"], who)
-    check_rewards(spec["rewards"] or [], registered=getattr(context.config, "reward_functions", None),
-                  field_prefix="evaluation field rewards")
+    try:
+        check_rewards(spec["rewards"] or [], registered=getattr(context.config, "reward_functions", None),
+                      field_prefix="rewards")
+    except ValidationFailed as exc:  # said as the other evaluation fields are; details.field stays the path
+        raise ValidationFailed(f"evaluation field {exc.message}", details=exc.details) from None
     claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
     claims.check(kind="evaluation", pool=pool_name, gpus=spec["gpus"], workload=workload)
     doc = {

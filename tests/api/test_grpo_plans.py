@@ -177,6 +177,7 @@ def test_an_evaluations_rewards_take_parameters_the_same_way(deployed):
                                                                                    "extra": 2}]})
     assert resp.status_code == 400 and resp.json["error"]["message"] == (
         "evaluation field rewards.0.extra: reward function shout takes no parameter extra; it takes bonus")
+    assert resp.json["error"]["details"] == {"field": "rewards.0.extra", "takes": ["bonus"]}
     resp = client.post("/v1/evaluations", headers=admin, json={**body, "rewards": [{"function": "regex",
                                                                                    "pattern": "a", "target": 3}]})
     assert resp.status_code == 400 and resp.json["error"]["message"] == (
