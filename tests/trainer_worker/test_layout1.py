@@ -68,6 +68,18 @@ def test_a_layout1_snapshot_without_optimizer_has_only_weights(snapshots, tmp_pa
     assert readable_parts(read_manifest(copy_dir)) == {"weights": True, "trainingState": False}
 
 
+def test_a_layout1_snapshot_without_its_random_state_has_only_weights(snapshots, tmp_path):
+    """Without rng_state*.pth a resume would draw other batches: not the exact continuation a
+    trainingState restore promises (SPEC 3.3 lists rng_state.pth among the layout-1 files)."""
+    import shutil
+
+    copy_dir = shutil.copytree(snapshots["safetensors"], tmp_path / "no-rng")
+    (copy_dir / "rng_state.pth").rename(copy_dir / "rng_state_0.pth")  # as a 2-process run names it
+    assert readable_parts(read_manifest(copy_dir)) == {"weights": True, "trainingState": True}
+    (copy_dir / "rng_state_0.pth").unlink()
+    assert readable_parts(read_manifest(copy_dir)) == {"weights": True, "trainingState": False}
+
+
 @pytest.mark.parametrize("variant", ["safetensors", "bin"])
 def test_a_training_state_branch_from_layout1_continues_exactly(snapshots, uninterrupted, model_dir, tmp_path, variant):
     branch = RecordingReporter()

@@ -252,7 +252,11 @@ def _layout1_parts(snapshot_dir: Path) -> dict[str, Any]:
         weights = {"format": "peft-safetensors" if adapter.endswith(".safetensors") else "peft-bin",
                    "path": ".", "file": adapter}
     state = None
-    if all((snapshot_dir / n).is_file() for n in LAYOUT1_STATE_FILES):
+    # The random state too: without it a resume draws other batches and dropout masks, so it would
+    # not continue the run exactly; such a directory restores its weights only. One process wrote
+    # rng_state.pth, several wrote rng_state_RANK.pth.
+    rng = (snapshot_dir / "rng_state.pth").is_file() or any(snapshot_dir.glob("rng_state_*.pth"))
+    if rng and all((snapshot_dir / n).is_file() for n in LAYOUT1_STATE_FILES):
         state = {"format": "hf-trainer", "path": "."}
     return {"weights": weights, "trainingState": state}
 
