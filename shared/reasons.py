@@ -519,3 +519,17 @@ def snapshot_archive_no_manifest(filename: str) -> str:
 
 SNAPSHOT_IMPORT_BODY = ("a snapshot import is a multipart upload of `file` (a .tar or .tar.gz of the snapshot "
                         "directory), or a JSON object with `path`, a directory on the API's own machine")
+
+
+# --- Datasets (services/api/datasets.py).
+
+def dataset_deleted(dataset_id: str, deleted_at: str) -> str:
+    return f"dataset {dataset_id} was deleted at {deleted_at}; upload its rows again to use them"
+
+
+def dataset_in_use(dataset_id: str, users: list[tuple[str, str, str]]) -> str:
+    """users: (kind, id, status) of the runs and evaluations that still read the dataset's rows."""
+    shown = ", ".join(f"{kind} {rid} ({status})" for kind, rid, status in users[:3])
+    more = f" and {len(users) - 3} more" if len(users) > 3 else ""
+    return (f"dataset {dataset_id} is still read by {shown}{more}; delete it once they have ended "
+            "(a PAUSED run reads it again when it resumes)")

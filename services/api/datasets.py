@@ -1,14 +1,19 @@
-"""Datasets: validated on upload, stored content-addressed, never altered afterwards (SPEC 2.2)."""
+"""Datasets: validated on upload, stored content-addressed, never altered afterwards (SPEC 2.2);
+deleted only once no run or evaluation that may still read them is left."""
 
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
+from services.api.auth import Principal
 from services.api.context import Context
+from shared import reasons
 from shared.datasets import validate_jsonl
-from shared.errors import ValidationFailed
+from shared.errors import Conflict, NotFound, ValidationFailed
 from shared.ids import Kind, new_id
+from shared.states import EvaluationStatus, RunStatus
+from shared.store import now_iso
 
 
 def create_dataset(context: Context, *, data: bytes, name: str, workload: str) -> dict[str, Any]:
@@ -35,3 +40,45 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str) -
         "format": report.format,
         "detail": None,
     })
+
+
+def visible_dataset(context: Context, dataset_id: str, who: Principal, *, field: str = "dataset") -> dict[str, Any]:
+    """A dataset this token may use, still there: 404 naming `field` otherwise (a deleted one says so)."""
+    doc = context.store.get(dataset_id)
+    if doc is None or doc.get("kind") != "dataset" or not who.may_use(doc.get("workload", "")):
+        raise NotFound(f"dataset {dataset_id} does not exist", details={"field": field})
+    if doc.get("deleted"):
+        raise NotFound(reasons.dataset_deleted(dataset_id, doc["deletedAt"]), details={"field": field})
+    return doc
+
+
+def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[str, Any]:
+    """Refused (409, naming them) while a run or evaluation that has not ended reads its rows (a
+    PAUSED run reads them again when it resumes). Its file goes once no other live dataset holds
+    the same rows (files are shared by content). The record stays, marked deleted, so the runs
+    that trained on it still name it."""
+    doc = visible_dataset(context, dataset_id, who, field="id")
+    users = _readers(context, doc["digest"])
+    if users:
+        raise Conflict(reasons.dataset_in_use(dataset_id, users), details={"users": [u[1] for u in users]})
+
+    def mark(current: dict[str, Any]) -> dict[str, Any]:
+        return {**current, "deleted": True, "deletedAt": now_iso()}
+
+    doc = context.store.update(dataset_id, mark)
+    twins, _ = context.store.list("ds", where=lambda d: d["digest"] == doc["digest"] and not d.get("deleted"), limit=1)
+    if not twins:
+        context.artifacts.dataset_path(doc["digest"]).unlink(missing_ok=True)
+    context.store.add_event(dataset_id, "deleted by the user")
+    return doc
+
+
+def _readers(context: Context, digest: str) -> list[tuple[str, str, str]]:
+    """(kind, id, status) of the runs and evaluations that have not ended and read rows of `digest`."""
+    ended_runs = {str(s) for s in RunStatus.terminal()}
+    runs, _ = context.store.list("run", limit=1000, where=lambda r: r["status"] not in ended_runs and digest in (
+        r.get("datasetDigest"), r.get("validationDatasetDigest")))
+    ended_evaluations = {str(s) for s in EvaluationStatus.terminal()}
+    evaluations, _ = context.store.list("eval", limit=1000, where=lambda e: e["status"] not in ended_evaluations
+                                        and e.get("datasetDigest") == digest)
+    return [("run", r["id"], r["status"]) for r in runs] + [("evaluation", e["id"], e["status"]) for e in evaluations]

@@ -11,6 +11,7 @@ from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of
 from services.api.claims import queue_for_devices
 from services.api.context import Context
+from services.api.datasets import visible_dataset
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
@@ -25,13 +26,6 @@ def visible_snapshot(context: Context, snapshot_id: str, who: Principal, field: 
     doc = context.store.get(snapshot_id)
     if doc is None or doc.get("kind") != "snapshot" or not who.may_use(doc.get("workload", "")):
         raise NotFound(reasons.evaluated_snapshot_unknown(snapshot_id), details={"field": field, "id": snapshot_id})
-    return doc
-
-
-def _dataset(context: Context, dataset_id: str, who: Principal) -> dict[str, Any]:
-    doc = context.store.get(dataset_id)
-    if doc is None or doc.get("kind") != "dataset" or not who.may_use(doc.get("workload", "")):
-        raise NotFound(f"dataset {dataset_id} does not exist", details={"field": "dataset"})
     return doc
 
 
@@ -51,7 +45,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     spec = parse_evaluation(body)
     workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
     context.catalog.check_loadable(spec["model"])  # 404 when not in the catalog, 400 when not in the hub cache
-    dataset = _dataset(context, spec["dataset"], who)
+    dataset = visible_dataset(context, spec["dataset"], who)
     pool_name = spec["pool"] or context.config.default_pool
     if context.config.pool(pool_name) is None:
         raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",

@@ -8,10 +8,11 @@ from services.api.auth import Principal, require_workload, visible
 from services.api.branches import check_engine, check_restore
 from services.api.claims import queue_for_devices
 from services.api.context import Context
+from services.api.datasets import visible_dataset
 from services.api.grpo_plans import check_grpo_plan
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
-from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.plans import parse_plan
 from shared.resolver import resolve
@@ -24,15 +25,10 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
     workload = plan["workload"] or who.default_workload(DEFAULT_WORKLOADS["run"])
     plan["workload"] = require_workload(workload)
 
-    dataset = context.store.get(plan["dataset"])
-    if dataset is None or dataset.get("kind") != "dataset" or not who.may_use(dataset["workload"]):
-        raise NotFound(f"dataset {plan['dataset']} does not exist", details={"field": "dataset"})
+    dataset = visible_dataset(context, plan["dataset"], who)
     validation = None
     if plan["validationDataset"]:
-        validation = context.store.get(plan["validationDataset"])
-        if validation is None or validation.get("kind") != "dataset" or not who.may_use(validation["workload"]):
-            raise NotFound(f"dataset {plan['validationDataset']} does not exist",
-                           details={"field": "validationDataset"})
+        validation = visible_dataset(context, plan["validationDataset"], who, field="validationDataset")
         if validation["format"] != dataset["format"]:
             raise ValidationFailed(
                 f"validation dataset {validation['id']} holds {validation['format']} rows and dataset "

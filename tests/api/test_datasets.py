@@ -69,3 +69,32 @@ def test_bad_or_missing_token(client):
     assert client.get("/v1/datasets").json["error"]["code"] == "unauthenticated"
     resp = client.get("/v1/datasets", headers={"Authorization": "Bearer nope"})
     assert resp.status_code == 401 and resp.json["error"]["message"] == "this token is not known to the deployment"
+
+
+def test_delete_waits_for_its_readers_then_removes_the_rows(client, admin, team, config):
+    ds = upload(client, admin, SAMPLE).json
+    twin = upload(client, admin, SAMPLE).json  # the same rows: one file, shared by content
+    files = sorted(p for p in config.artifact_root.rglob("*") if p.is_file() and ds["digest"] in p.name)
+    assert len(files) == 1
+    path = files[0]
+    run = client.post("/v1/runs", headers=admin, json={"model": "builtin/tiny-qwen3", "dataset": ds["id"],
+                                                       "hyperparameters": {"maxSteps": 2}}).json
+    resp = client.delete(f"/v1/datasets/{twin['id']}", headers=admin)  # the run reads these rows too
+    assert resp.status_code == 409 and resp.json["error"] == {"code": "conflict", "details": {"users": [run["id"]]},
+        "message": f"dataset {twin['id']} is still read by run {run['id']} (QUEUED); delete it once they have "
+                   "ended (a PAUSED run reads it again when it resumes)"}
+    assert client.delete(f"/v1/datasets/{ds['id']}", headers=team).status_code == 404  # not its workload
+    client.delete(f"/v1/runs/{run['id']}", headers=admin)  # cancelled: it reads nothing any more
+    deleted = client.delete(f"/v1/datasets/{ds['id']}", headers=admin).json
+    assert deleted["deleted"] is True and path.is_file()  # its twin still holds the rows
+    resp = client.get(f"/v1/datasets/{ds['id']}", headers=admin)
+    assert resp.status_code == 404 and resp.json["error"]["message"] == (
+        f"dataset {ds['id']} was deleted at {deleted['deletedAt']}; upload its rows again to use them")
+    assert [d["id"] for d in client.get("/v1/datasets", headers=admin).json["items"]] == [twin["id"]]
+    resp = client.post("/v1/runs", headers=admin, json={"model": "builtin/tiny-qwen3", "dataset": ds["id"]})
+    assert resp.status_code == 404 and resp.json["error"]["details"] == {"field": "dataset"}
+    assert client.delete(f"/v1/datasets/{twin['id']}", headers=admin).status_code == 200
+    assert not path.exists()  # the last live dataset with these rows is gone, and so is the file
+    assert client.delete(f"/v1/datasets/{twin['id']}", headers=admin).status_code == 404
+    # the cancelled run still names what it trained on
+    assert client.get(f"/v1/runs/{run['id']}", headers=admin).json["plan"]["dataset"] == ds["id"]

@@ -38,3 +38,16 @@ def get(cli: CliContext, dataset_id: str | None, fmt: str, **filters: object) ->
         emit(cli.client.get(f"/v1/datasets/{dataset_id}"), fmt, tables.dataset)
     else:
         emit_list(cli.client.get("/v1/datasets", list_params(**filters)), fmt, tables.datasets, "datasets")
+
+
+@group.command("delete")
+@click.argument("dataset_id", metavar="ID")
+@output_option
+@pass_cli
+def delete(cli: CliContext, dataset_id: str, fmt: str) -> None:
+    """Delete a dataset no run or evaluation still reads (its record stays, marked deleted)."""
+    dataset = cli.client.delete(f"/v1/datasets/{dataset_id}")
+    if fmt == "table":
+        click.echo(f"dataset {dataset.get('id', dataset_id)}: deleted")
+    else:
+        emit(dataset, fmt, tables.dataset)

@@ -1,12 +1,12 @@
-"""POST /v1/datasets (multipart `file`), GET /v1/datasets, GET /v1/datasets/ID."""
+"""POST /v1/datasets (multipart `file`), GET /v1/datasets, GET /v1/datasets/ID, DELETE /v1/datasets/ID."""
 
 from __future__ import annotations
 
 from flask import Blueprint, request
 
-from services.api.auth import principal, require_workload, visible
+from services.api.auth import principal, require_workload
 from services.api.context import ctx
-from services.api.datasets import create_dataset
+from services.api.datasets import create_dataset, delete_dataset, visible_dataset
 from services.api.paging import page, page_args, visible_filter
 from shared.errors import ValidationFailed
 
@@ -28,11 +28,16 @@ def upload_dataset():
 @bp.get("/v1/datasets")
 def list_datasets():
     limit, after = page_args()
-    items, cursor = ctx().store.list("ds", where=visible_filter(what="datasets"), limit=limit, after=after)
+    items, cursor = ctx().store.list("ds", where=visible_filter(lambda d: not d.get("deleted"), what="datasets"),
+                                     limit=limit, after=after)
     return page(items, cursor)
 
 
 @bp.get("/v1/datasets/<dataset_id>")
 def get_dataset(dataset_id: str):
-    doc = ctx().store.get(dataset_id)
-    return visible(doc if doc and doc.get("kind") == "dataset" else None, "dataset", dataset_id)
+    return visible_dataset(ctx(), dataset_id, principal(), field="id")
+
+
+@bp.delete("/v1/datasets/<dataset_id>")
+def remove_dataset(dataset_id: str):
+    return delete_dataset(ctx(), dataset_id, principal())
