@@ -16,6 +16,7 @@ from shared.version import VERSION
 # path -> {method: (summary, request schema or None, response schema, success status)}
 ROUTES = {
     "/v1/health": {"get": ("liveness; needs no token", None, None, 200)},
+    "/v1/openapi.json": {"get": ("this document; needs no token (its page: /docs)", None, None, 200)},
     "/v1/info": {"get": ("the deployment", None, schemas.InfoSchema, 200)},
     "/v1/base-models": {"get": ("the catalog", None, schemas.page_schema(schemas.BaseModelSchema), 200)},
     "/v1/base-models/{modelId}": {"get": ("one model and the runs it can start", None, schemas.BaseModelSchema, 200)},
@@ -24,7 +25,11 @@ ROUTES = {
                  schemas.DatasetSchema, 201),
         "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200),
     },
-    "/v1/datasets/{datasetId}": {"get": ("one dataset", None, schemas.DatasetSchema, 200)},
+    "/v1/datasets/{datasetId}": {
+        "get": ("one dataset (404 once deleted)", None, schemas.DatasetSchema, 200),
+        "delete": ("delete a dataset no unfinished run or evaluation reads (409 naming them otherwise)", None,
+                   schemas.DatasetSchema, 200),
+    },
     "/v1/runs": {
         "post": ("create a run from a plan; 422 when no engine trains it", PlanSchema, schemas.RunSchema, 201),
         "get": ("list runs (?status, ?workload, ?limit, ?after)", None, schemas.page_schema(schemas.RunSchema), 200),
@@ -47,6 +52,7 @@ ROUTES = {
         "get": ("one endpoint; stopsAt while READY, what it waits on while QUEUED", None, schemas.EndpointSchema, 200),
         "delete": ("stop an endpoint", None, schemas.EndpointSchema, 200),
     },
+    "/v1/endpoints/{endpointId}/events": {"get": ("the endpoint's event log (?after=N)", None, None, 200)},
     "/v1/endpoints/{endpointId}/logs": {"get": ("the tail of its serving process's log, whatever its phase "
                                                 "(?lines=N, 1..10000, default 100)", None, None, 200)},
     "/v1/chat/completions": {"post": ("OpenAI chat completions, proxied to the endpoint named by `model` "
@@ -58,8 +64,10 @@ ROUTES = {
     "/v1/pools/{poolName}": {"get": ("one pool with its holders and its queue in order, each claim's reason",
                                      None, schemas.PoolSchema, 200)},
     "/v1/snapshots": {"get": ("list snapshots (?run)", None, schemas.page_schema(schemas.SnapshotSchema), 200)},
-    "/v1/snapshots/import": {"post": ("register a snapshot directory ({path}) written elsewhere; records which "
-                                      "parts this deployment reads", None, schemas.SnapshotSchema, 201)},
+    "/v1/snapshots/import": {"post": ("register a snapshot directory written elsewhere: the body a .tar(.gz) of it "
+                                      "(application/x-tar or application/gzip, ?name, ?workload; or multipart "
+                                      "`file`), or JSON {path} on the API's machine; records which parts this "
+                                      "deployment reads", None, schemas.SnapshotSchema, 201)},
     "/v1/snapshots/{snapshotId}": {"get": ("one snapshot", None, schemas.SnapshotSchema, 200)},
     "/v1/snapshots/{snapshotId}/adapter": {"get": ("the adapter (PEFT format) as .tar.gz", None, None, 200)},
     "/v1/evaluations": {

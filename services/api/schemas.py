@@ -30,6 +30,8 @@ class DatasetSchema(ResourceSchema):
     bytes = fields.Integer()
     rows = fields.Integer()
     format = fields.String(metadata={"description": "chat, completion or prompt"})
+    deleted = fields.Boolean(metadata={"description": "only in the answer to DELETE: true"})
+    deletedAt = fields.String(metadata={"description": "only in the answer to DELETE"})
 
 
 class DatasetFaultSchema(Schema):
