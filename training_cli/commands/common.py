@@ -29,3 +29,13 @@ def list_params(**filters: Any) -> dict[str, Any]:
     if "status" in params:
         params["status"] = str(params["status"]).upper()
     return params
+
+
+def say_or_emit(doc: dict[str, Any], fmt: str, sentence: str, table: Callable[[dict[str, Any]], Any]) -> None:
+    """What a command that changes a resource prints: one sentence by default, the resource with -o."""
+    from training_cli.output import emit
+
+    if fmt == "table":
+        click.echo(sentence)
+    else:
+        emit(doc, fmt, table)

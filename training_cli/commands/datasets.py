@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from training_cli import tables
-from training_cli.commands.common import list_options, list_params
+from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.output import emit, emit_list, output_option
 
@@ -47,7 +47,4 @@ def get(cli: CliContext, dataset_id: str | None, fmt: str, **filters: object) ->
 def delete(cli: CliContext, dataset_id: str, fmt: str) -> None:
     """Delete a dataset no run or evaluation still reads (its record stays, marked deleted)."""
     dataset = cli.client.delete(f"/v1/datasets/{dataset_id}")
-    if fmt == "table":
-        click.echo(f"dataset {dataset.get('id', dataset_id)}: deleted")
-    else:
-        emit(dataset, fmt, tables.dataset)
+    say_or_emit(dataset, fmt, f"dataset {dataset.get('id', dataset_id)}: deleted", tables.dataset)

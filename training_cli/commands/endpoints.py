@@ -6,7 +6,7 @@ import click
 import yaml
 
 from training_cli import tables
-from training_cli.commands.common import list_options, list_params
+from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
 from training_cli.output import dump, emit, emit_list, output_option
@@ -70,11 +70,8 @@ def get(cli: CliContext, endpoint_id: str | None, fmt: str, **filters: Any) -> N
 def delete(cli: CliContext, endpoint_id: str, fmt: str) -> None:
     """Stop an endpoint (its GPUs are released)."""
     endpoint = cli.client.delete(f"/v1/endpoints/{endpoint_id}")
-    if fmt == "table":
-        click.echo(f"endpoint {endpoint.get('id', endpoint_id)}: "
-                   + ("stopping" if endpoint.get("stopRequested") else str(endpoint.get("phase"))))
-    else:
-        emit(endpoint, fmt, tables.endpoint)
+    state = "stopping" if endpoint.get("stopRequested") else str(endpoint.get("phase"))
+    say_or_emit(endpoint, fmt, f"endpoint {endpoint.get('id', endpoint_id)}: {state}", tables.endpoint)
 
 
 @group.command("logs")

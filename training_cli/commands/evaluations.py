@@ -11,7 +11,7 @@ import click
 import yaml
 
 from training_cli import tables
-from training_cli.commands.common import list_options, list_params
+from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
 from training_cli.output import emit, emit_list, output_option
@@ -82,12 +82,9 @@ def get(cli: CliContext, evaluation_id: str | None, fmt: str, **filters: Any) ->
 def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
     """Cancel an evaluation (a queued one at once, a running one between rows)."""
     evaluation = cli.client.delete(f"/v1/evaluations/{evaluation_id}")
-    if fmt == "table":
-        click.echo(f"evaluation {evaluation.get('id', evaluation_id)}: "
-                   + ("cancelling" if evaluation.get("cancelRequested") and evaluation.get("status") != "CANCELLED"
-                      else str(evaluation.get("status"))))
-    else:
-        emit(evaluation, fmt, tables.evaluation)
+    state = ("cancelling" if evaluation.get("cancelRequested") and evaluation.get("status") != "CANCELLED"
+             else str(evaluation.get("status")))
+    say_or_emit(evaluation, fmt, f"evaluation {evaluation.get('id', evaluation_id)}: {state}", tables.evaluation)
 
 
 @group.command("rows")

@@ -8,7 +8,7 @@ import click
 import yaml
 
 from training_cli import tables
-from training_cli.commands.common import list_options, list_params
+from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
 from training_cli.output import emit, emit_list, output_option
@@ -120,10 +120,8 @@ def get(cli: CliContext, run_id: str | None, fmt: str, **filters: Any) -> None:
 def delete(cli: CliContext, run_id: str, fmt: str) -> None:
     """Cancel a run (its GPUs are released; its snapshots stay)."""
     run = cli.client.delete(f"/v1/runs/{run_id}")
-    if fmt == "table":
-        click.echo(f"run {run.get('id', run_id)}: {run.get('status')}" + (f" ({run['detail']})" if run.get("detail") else ""))
-    else:
-        emit(run, fmt, tables.run)
+    detail = f" ({run['detail']})" if run.get("detail") else ""
+    say_or_emit(run, fmt, f"run {run.get('id', run_id)}: {run.get('status')}{detail}", tables.run)
 
 
 @group.command("watch")
@@ -183,13 +181,6 @@ def metrics(cli: CliContext, run_id: str, last: int | None, fmt: str) -> None:
     emit(points, fmt, tables.metrics)
 
 
-def _say(run: dict[str, Any], fmt: str, sentence: str) -> None:
-    if fmt == "table":
-        click.echo(sentence)
-    else:
-        emit(run, fmt, tables.run)
-
-
 @group.command("pause")
 @click.argument("run_id", metavar="ID")
 @output_option
@@ -197,8 +188,8 @@ def _say(run: dict[str, Any], fmt: str, sentence: str) -> None:
 def pause(cli: CliContext, run_id: str, fmt: str) -> None:
     """Pause a run: it writes a snapshot with training state and gives its GPUs back."""
     run = cli.client.post(f"/v1/runs/{run_id}/pause", {})
-    _say(run, fmt, f"run {run_id}: pause requested; it writes a snapshot and becomes PAUSED "
-                   f"(training runs resume {run_id} continues it)")
+    say_or_emit(run, fmt, f"run {run_id}: pause requested; it writes a snapshot and becomes PAUSED "
+                          f"(training runs resume {run_id} continues it)", tables.run)
 
 
 @group.command("resume")
@@ -208,7 +199,7 @@ def pause(cli: CliContext, run_id: str, fmt: str) -> None:
 def resume(cli: CliContext, run_id: str, fmt: str) -> None:
     """Queue a PAUSED run again; it continues exactly where it stopped."""
     run = cli.client.post(f"/v1/runs/{run_id}/resume", {})
-    _say(run, fmt, f"run {run_id}: {run.get('status')}; it continues from its pause snapshot")
+    say_or_emit(run, fmt, f"run {run_id}: {run.get('status')}; it continues from its pause snapshot", tables.run)
 
 
 def branch_plan(parent_plan: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
