@@ -65,14 +65,10 @@ class ApiClient:
     def log_items(self, path: str, after: int = 0) -> list[dict[str, Any]]:
         """Every item of an append-only log (`/events`, `/metrics`) from index `after`, following
         its `?after=N` paging until a page comes back empty."""
-        seen: list[dict[str, Any]] = []
-        while True:
-            page = self.get(path, {"after": after})
-            items = list(page.get("items") or [])
-            if not items:
-                return seen
-            seen.extend(items)
-            after = page.get("next", after + len(items))
+        cursor, seen = LogCursor(self, path, after), []
+        while batch := cursor.fetch():
+            seen.extend(batch)
+        return seen
 
     # -- plumbing ------------------------------------------------------------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
@@ -115,6 +111,20 @@ def _api_error(response: requests.Response) -> ApiError:
         text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
         message = f"the trainer API answered HTTP {response.status_code}"
         return ApiError(message + (f": {text}" if text else ""), status=response.status_code)
+
+
+class LogCursor:
+    """Reads an append-only log (`/events`, `/metrics`) page by page (`?after=N`), remembering
+    where it stopped: `runs watch` and `logs -f` fetch again for what came since."""
+
+    def __init__(self, client: ApiClient, path: str, after: int = 0):
+        self.client, self.path, self.next = client, path, after
+
+    def fetch(self) -> list[dict[str, Any]]:
+        page = self.client.get(self.path, {"after": self.next})
+        items = list(page.get("items") or [])
+        self.next = page.get("next", self.next + len(items))
+        return items
 
 
 def _clean(params: dict[str, Any] | None) -> dict[str, Any] | None:

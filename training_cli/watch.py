@@ -9,7 +9,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
 from shared.states import RunStatus
 from training_cli import tables
-from training_cli.client import ApiClient
+from training_cli.client import ApiClient, LogCursor
 from training_cli.output import console, duration, number
 
 POLL_S = 1.0
@@ -23,26 +23,13 @@ def has_stopped(run: dict[str, Any]) -> bool:
     return str(run.get("status")) in STOPPED
 
 
-class EventCursor:
-    """Reads a run's events page by page (`?after=N`), remembering where it stopped."""
-
-    def __init__(self, client: ApiClient, run_id: str, after: int = 0):
-        self.client, self.run_id, self.next = client, run_id, after
-
-    def fetch(self) -> list[dict[str, Any]]:
-        page = self.client.get(f"/v1/runs/{self.run_id}/events", {"after": self.next})
-        items = list(page.get("items") or [])
-        self.next = page.get("next", self.next + len(items))
-        return items
-
-
 def watch_run(
     client: ApiClient, run_id: str, *, show_events: bool = True, sleep: Callable[[float], None] = time.sleep
 ) -> dict[str, Any]:
     """Show a live progress bar (step/total, loss, tokens/s, ETA, status) until the run has ended
     or is PAUSED, printing its events above the bar; returns the run as last read."""
     out = console()
-    events = EventCursor(client, run_id)
+    events = LogCursor(client, f"/v1/runs/{run_id}/events")
     columns = (
         SpinnerColumn(finished_text="[green]✓"),
         TextColumn("[bold]{task.fields[status]:<9}"),
@@ -97,7 +84,7 @@ def follow_logs(
         def show(event: dict[str, Any]) -> None:
             out.print(tables.event_line(event))
 
-    events = EventCursor(client, run_id)
+    events = LogCursor(client, f"/v1/runs/{run_id}/events")
     while True:
         # Read the status before the events so no event written just before the end is missed.
         run = client.get(f"/v1/runs/{run_id}") if follow else None
@@ -110,8 +97,4 @@ def follow_logs(
 
 
 def last_events(client: ApiClient, run_id: str, count: int = 10) -> list[dict[str, Any]]:
-    events = EventCursor(client, run_id)
-    seen: list[dict[str, Any]] = []
-    while batch := events.fetch():
-        seen.extend(batch)
-    return seen[-count:]
+    return client.log_items(f"/v1/runs/{run_id}/events")[-count:]
