@@ -40,25 +40,25 @@ def import_snapshot():
     directory on the API's own machine."""
     from services.api import snapshot_import
 
-    if request.mimetype in ARCHIVE_TYPES:
+    def workload(asked: str | None) -> str:
+        return require_workload(asked or principal().default_workload("runs"))
+
+    if request.mimetype in ARCHIVE_TYPES or request.mimetype == "multipart/form-data":
         request.max_content_length = ctx().config.max_snapshot_upload_bytes  # before the body is read
-        workload = require_workload(request.args.get("workload") or principal().default_workload("runs"))
+    if request.mimetype in ARCHIVE_TYPES:
         return snapshot_import.import_archive(ctx(), archive=request.stream,
                                               filename=request.args.get("name") or "the upload",
-                                              workload=workload), 201
+                                              workload=workload(request.args.get("workload"))), 201
     if request.mimetype == "multipart/form-data":
-        request.max_content_length = ctx().config.max_snapshot_upload_bytes  # before the body is read
         upload = request.files.get("file")
         if upload is None or not upload.filename:
             raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "file"})
-        workload = require_workload(request.form.get("workload") or principal().default_workload("runs"))
         return snapshot_import.import_archive(ctx(), archive=upload.stream, filename=upload.filename,
-                                              workload=workload), 201
+                                              workload=workload(request.form.get("workload"))), 201
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
         raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "path"})
-    workload = require_workload(body.get("workload") or principal().default_workload("runs"))
-    return snapshot_import.import_directory(ctx(), path=body["path"], workload=workload), 201
+    return snapshot_import.import_directory(ctx(), path=body["path"], workload=workload(body.get("workload"))), 201
 
 
 @bp.get("/v1/snapshots/<snapshot_id>")
