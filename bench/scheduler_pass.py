@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.scheduler.grants import claim_view, plan_grants  # noqa: E402
-from services.scheduler.queue import ClaimQueue  # noqa: E402
+from shared.claims.grants import claim_view, plan_grants  # noqa: E402
+from shared.claims.queue import ClaimQueue  # noqa: E402
 from shared.config import parse_config  # noqa: E402
 from shared.keys import Keys  # noqa: E402
 from shared.store import connect  # noqa: E402

@@ -107,7 +107,7 @@ def cannot_resume(run_id: str, status: str) -> str:
     return f"run {run_id} is {status}; only a PAUSED run can be resumed"
 
 
-# --- What a waiting claim waits on (SPEC 5). Entries are those of services/scheduler/waiting.py.
+# --- What a waiting claim waits on (SPEC 5). Entries are those of shared/claims/waiting.py.
 
 WAIT_TEXT_MAX_ENTRIES = 10  # per part; the JSON lists stay complete
 

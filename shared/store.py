@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -19,10 +18,7 @@ from shared import reasons
 from shared.errors import NotFound, ValidationFailed
 from shared.ids import kind_of
 from shared.keys import Keys
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from shared.times import now_iso
 
 
 class Store:

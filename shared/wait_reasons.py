@@ -1,7 +1,7 @@
 """Why a waiting claim has not been granted yet (SPEC 5): one stable token per reason.
 
 These tokens are API (`scheduling.reason` of a run, `reason` of each queue entry of a pool); never
-rename one. The scheduler's grant rules (services/scheduler/grants.py `decide`) give every waiting
+rename one. The scheduler's grant rules (shared/claims/grants.py `decide`) give every waiting
 claim exactly one of them, so what a claim is said to wait on is what the scheduler does.
 """
 

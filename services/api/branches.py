@@ -23,7 +23,7 @@ def snapshot_for(context: Context, snapshot_id: str, who: Principal) -> dict[str
 def readable_of(snapshot: dict[str, Any]) -> dict[str, bool]:
     """Which parts of a snapshot this deployment reads, derived from its layout and formats (so a
     deployment that learns a format reads its old snapshots too)."""
-    from services.trainer_worker.engines.base import readable_parts
+    from shared.snapshots import readable_parts
 
     contents = snapshot.get("contents") or {}
     return readable_parts({"layout": snapshot.get("layout"), "weights": contents.get("weights"),

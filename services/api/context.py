@@ -32,7 +32,7 @@ class Context:
 
     def claims(self, *, checked: bool = False):
         """The claim queues; `checked` ones refuse claims that could never be granted."""
-        from services.scheduler.queue import ClaimQueue
+        from shared.claims.queue import ClaimQueue
 
         return ClaimQueue(self.redis, self.keys, config=self.config if checked else None)
 

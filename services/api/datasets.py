@@ -13,7 +13,7 @@ from shared.datasets import validate_jsonl
 from shared.errors import Conflict, NotFound, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.states import EvaluationStatus, RunStatus
-from shared.store import now_iso
+from shared.times import now_iso
 
 
 def create_dataset(context: Context, *, data: bytes, name: str, workload: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.states import EndpointPhase, endpoint_transition
-from shared.store import now_iso
+from shared.times import now_iso
 
 
 def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:

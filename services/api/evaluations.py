@@ -19,7 +19,7 @@ from shared.evaluation_schema import parse_evaluation
 from shared.ids import Kind, new_id
 from shared.rewards import check_rewards
 from shared.states import EndpointPhase, EvaluationStatus, evaluation_transition
-from shared.store import now_iso
+from shared.times import now_iso
 
 
 def visible_snapshot(context: Context, snapshot_id: str, who: Principal, field: str) -> dict[str, Any]:

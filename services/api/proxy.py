@@ -34,7 +34,7 @@ from shared.endpoint_names import find_endpoint_async
 from shared.errors import (BadGateway, Conflict, EndpointStopped, Internal, MethodNotAllowed, NotFound, TooLarge,
                            TrainerError, ValidationFailed)
 from shared.states import EndpointPhase
-from shared.store import now_iso
+from shared.times import now_iso
 
 PROXIED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
 RECORD_EVERY_S = 1.0  # the most lastRequestAt lags behind the last request through the trainer

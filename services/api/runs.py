@@ -17,7 +17,7 @@ from shared.ids import Kind, new_id
 from shared.plans import parse_plan
 from shared.resolver import resolve
 from shared.states import RunStatus, run_transition
-from shared.store import now_iso
+from shared.times import now_iso
 
 
 def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:

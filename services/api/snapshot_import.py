@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from services.api.branches import with_readable
 from services.api.context import Context
-from services.trainer_worker.engines.base import MANIFEST_FILE, read_manifest
+from shared.snapshots import MANIFEST_FILE, read_manifest
 from shared import reasons
 from shared.errors import ValidationFailed
 from shared.ids import Kind, new_id

@@ -8,11 +8,11 @@ process; services/endpoint_manager/manager.py gathers the facts and carries the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from shared import reasons
+from shared.lifecycle.endpoints import idle_expired, start_timed_out
 from shared.states import EndpointPhase
 
 # A READY endpoint whose process is alive but fails this many probes in a row is lost.
@@ -47,29 +47,6 @@ class Decision:
 
 
 NOTHING = Decision(Action.NOTHING)
-
-
-def epoch(stamp: str | None) -> float | None:
-    """Seconds since the epoch of an ISO timestamp as the store writes it (None stays None)."""
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
-
-
-def idle_since(doc: dict[str, Any]) -> float | None:
-    """The later of the last proxied request and the first time the trainer saw it answering."""
-    return max(filter(None, (epoch(doc.get("lastRequestAt")), epoch(doc.get("readyAt")))), default=None)
-
-
-def idle_expired(doc: dict[str, Any], now: float) -> bool:
-    """READY, with an idle timeout, and no request for longer than it (judges not considered)."""
-    timeout_s = doc.get("idleTimeout") or 0
-    since = idle_since(doc)
-    return (doc.get("phase") == EndpointPhase.READY and timeout_s > 0 and since is not None
-            and now > since + timeout_s)
-
-
-def start_timed_out(doc: dict[str, Any], now: float) -> bool:
-    since, timeout_s = epoch(doc.get("startingSince")), doc.get("startTimeout")
-    return since is not None and timeout_s is not None and now - since > timeout_s
 
 
 def decide(doc: dict[str, Any], probe: Probe, *, now: float, judge_in_use: bool = False) -> Decision:

@@ -27,13 +27,15 @@ from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
 from shared.keys import Keys
+from shared.lifecycle.endpoints import idle_expired
 from shared.load_spec import LoadSpec, load_spec_for
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus, endpoint_transition
-from shared.store import Store, now_iso
+from shared.store import Store
+from shared.times import now_iso
 
 from services.endpoint_manager import supervisor
-from services.endpoint_manager.decide import Action, Decision, Probe, decide, idle_expired
-from services.scheduler.queue import ClaimQueue
+from services.endpoint_manager.decide import Action, Decision, Probe, decide
+from shared.claims.queue import ClaimQueue
 
 MANAGER_LEASE_MS = 15_000  # a manager that stops renewing is replaced after this long
 JUDGE_CHECK_EVERY_S = 2.0  # how often an idle judge looks again for runs that use it

@@ -19,7 +19,7 @@ import requests
 
 from shared.artifacts import ArtifactRoot
 from shared.redis_server import free_port
-from shared.store import now_iso
+from shared.times import now_iso
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE_TIMEOUT_S = 1.0
@@ -46,7 +46,7 @@ def start(*, spec: Any, devices: list[str], endpoint_id: str, artifacts: Artifac
           host: str = "127.0.0.1") -> Started:
     """Write the load spec and start the serving process on a free port of `host` (the interface it
     listens on). Raises if it cannot."""
-    from services.endpoint_manager.backends import choose_backend
+    from shared.serving.backends import choose_backend
 
     folder = endpoint_dir(artifacts, endpoint_id)
     spec_path = spec.write(folder / SPEC_FILE)

@@ -1,6 +1,6 @@
 """What the scheduler writes after a grant pass: it hands granted work to the node holding the
 devices and gives back devices whose work has ended. (Queue positions are not written: they are
-derived at read time, services/scheduler/waiting.py.)
+derived at read time, shared/claims/waiting.py.)
 
 An endpoint is not sent a task: its claim moves it QUEUED -> STARTING, and the endpoint manager
 of the node (services/endpoint_manager) finds it among the node's granted endpoint claims.
@@ -31,9 +31,10 @@ from shared.states import (
     evaluation_transition,
     run_transition,
 )
-from shared.store import Store, now_iso
+from shared.store import Store
+from shared.times import now_iso
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 # Statuses in which a resource no longer needs devices, from each kind's state machine.
 _RUN_DONE = frozenset(RunStatus.terminal() | {RunStatus.PAUSED})

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -27,9 +26,10 @@ from shared.config import DeploymentConfig
 from shared.errors import NotFound
 from shared.ids import Kind, new_id
 from shared.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
-from shared.store import Store, now_iso
+from shared.store import Store
+from shared.times import epoch, iso, now_iso
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 # `leaseSeenAt` is written at most this often per claim, so a pass does not rewrite every claim.
 LEASE_SEEN_WRITE_S = 10.0
@@ -39,12 +39,6 @@ _ACTIVE = ("STARTING", "RUNNING")  # a run's and an evaluation's statuses while 
 _LEASED_KINDS = {"run": (RunStatus, run_transition), "evaluation": (EvaluationStatus, evaluation_transition)}
 
 
-def _epoch(stamp: str | None) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else 0.0
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def requeue_lost(
@@ -75,10 +69,10 @@ def requeue_lost(
             if doc.get("status") not in _ACTIVE or scheduling.get("claim") != claim["id"]:
                 continue
             if leased:
-                if now - _epoch(claim.get("leaseSeenAt")) >= LEASE_SEEN_WRITE_S:
-                    queue.touch_lease(claim["id"], _iso(now))
+                if now - (epoch(claim.get("leaseSeenAt")) or 0.0) >= LEASE_SEEN_WRITE_S:
+                    queue.touch_lease(claim["id"], iso(now))
                 continue
-            since = max(_epoch(claim["dispatchedAt"]), _epoch(claim.get("leaseSeenAt")))
+            since = max(epoch(claim["dispatchedAt"]) or 0.0, epoch(claim.get("leaseSeenAt")) or 0.0)
             if now - since > config.worker_lost_after_s and _give_up(queue, store, claim, log):
                 lost.append(claim)
     return lost

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -33,11 +32,12 @@ import structlog
 from shared import reasons
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
+from shared.lifecycle.endpoints import start_timed_out
 from shared.states import EndpointPhase, endpoint_transition
-from shared.store import Store, now_iso
+from shared.store import Store
+from shared.times import iso, now_iso
 
-from services.endpoint_manager.decide import start_timed_out
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 
 class LostAction(StrEnum):
@@ -50,9 +50,6 @@ class LostDecision:
     action: LostAction
     detail: str | None = None
 
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def decide_lost(doc: dict[str, Any], *, node: str, missing_since: str, now: float) -> LostDecision | None:
@@ -103,7 +100,7 @@ def recover_lost_endpoints(
             continue
         if now - missing[node] <= config.worker_lost_after_s:
             continue
-        since = _iso(missing[node])
+        since = iso(missing[node])
         for claim in claims_of[node]:
             if _apply(queue, store, claim, node=node, missing_since=since, now=now, log=log):
                 changed.append(claim["resource"])
@@ -125,7 +122,7 @@ def _apply(queue: ClaimQueue, store: Store, claim: dict[str, Any], *, node: str,
         if decision.action is LostAction.RESTART:
             doc["phase"] = endpoint_transition(doc["phase"], EndpointPhase.STARTING).value \
                 if doc["phase"] != EndpointPhase.STARTING else doc["phase"]
-            doc.update(address=None, startingSince=_iso(now), managerMissingSince=missing_since)
+            doc.update(address=None, startingSince=iso(now), managerMissingSince=missing_since)
         else:
             doc["phase"] = endpoint_transition(doc["phase"], EndpointPhase.FAILED).value
             doc.update(address=None, detail=decision.detail, stoppedAt=now_iso())

@@ -24,7 +24,7 @@ from shared.store import Store, connect
 from services.scheduler.dispatch import dispatch_granted, sweep
 from services.scheduler.lost import requeue_lost
 from services.scheduler.lost_endpoints import recover_lost_endpoints
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 WAKEUP_WAIT_S = 1  # the longest a submitted claim waits for a pass
 ERROR_BACKOFF_S = 1.0

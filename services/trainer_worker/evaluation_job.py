@@ -19,7 +19,7 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from shared import reasons
 from shared.rewards import check_rewards
 from shared.states import EvaluationStatus, evaluation_transition
-from shared.store import now_iso
+from shared.times import now_iso
 
 PROGRESS_EVERY_S = 0.5
 CANCEL_CHECK_EVERY_S = 0.5
@@ -162,7 +162,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):
     """Returns (outcome, metrics, results, detail)."""
-    from services.endpoint_manager.generation import Generator
+    from shared.serving.generation import Generator
     from services.trainer_worker.engines.evaluate import score
     from services.trainer_worker.execution import use_granted_devices
     from shared.load_spec import load_model, load_spec_for
@@ -170,7 +170,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     # Again here, where the deployment's reward functions surely import (the API may not have them):
     # a parameter one does not take fails the evaluation saying so, before the model is loaded.
     check_rewards(doc.get("rewards") or [], registered=getattr(worker.config, "reward_functions", None),
-                  field_prefix="rewards")
+                  field_prefix="rewards", imported=True)
     try:
         judge = _judge(worker, doc.get("judge"), reporter)
     except JudgeNotReady as exc:

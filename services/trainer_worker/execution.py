@@ -17,7 +17,8 @@ from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
 from shared.states import EvaluationStatus, RunStatus, run_transition
-from shared.store import Store, connect, now_iso
+from shared.store import Store, connect
+from shared.times import now_iso
 
 
 class Worker:
@@ -34,7 +35,7 @@ class Worker:
         self.holder = f"{node}/{socket.gethostname()}/{os.getpid()}"
 
     def claims(self):
-        from services.scheduler.queue import ClaimQueue
+        from shared.claims.queue import ClaimQueue
 
         return ClaimQueue(self.redis, self.keys)
 

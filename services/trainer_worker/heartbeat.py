@@ -11,7 +11,7 @@ import threading
 import redis
 
 from shared.keys import Keys
-from shared.store import now_iso
+from shared.times import now_iso
 
 HEARTBEAT_EVERY_S = 3.0
 HEARTBEAT_TTL_S = 10

@@ -12,7 +12,8 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
 from shared.states import RunStatus, run_transition
-from shared.store import Store, now_iso
+from shared.store import Store
+from shared.times import now_iso
 
 PROGRESS_EVERY_S = 0.25
 CANCEL_CHECK_EVERY_S = 0.5

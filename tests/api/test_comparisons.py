@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from services.api.comparisons import comparison_status, mark_best
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
 
 

@@ -4,7 +4,7 @@ tests/e2e/test_endpoints.py."""
 
 import re
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 
 def create(client, headers, **body):

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from services.scheduler.dispatch import dispatch_granted, sweep
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 
 @pytest.fixture

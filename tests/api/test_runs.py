@@ -1,6 +1,6 @@
 import pytest
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 
 def plan(dataset, **extra):

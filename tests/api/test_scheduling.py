@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
 from shared.states import RunStatus
 

@@ -83,7 +83,7 @@ def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
     assert after["lastRequestAt"] is not None
     log = stack.get(f"/v1/endpoints/{ep['id']}/logs?lines=10000").json()  # the serving process's own log
     assert log["log"] == f"endpoints/{ep['id']}/server.log"
-    assert log["lines"][0].startswith("--- ") and "services.endpoint_manager.server" in log["lines"][0]
+    assert log["lines"][0].startswith("--- ") and "shared.serving.server" in log["lines"][0]
 
     # the CLI finds a live endpoint by its name as the proxy does
     assert json.loads(cli(stack, "endpoints", "get", "tuned", "-o", "json").stdout)["id"] == ep["id"]

@@ -25,7 +25,7 @@ import yaml
 from services.endpoint_manager import manager as manager_module
 from services.endpoint_manager.manager import EndpointManager
 from services.scheduler.main import run_once as scheduler_pass
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
 from shared.keys import Keys
 from shared.store import Store, connect

@@ -8,11 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.endpoint_manager.decide import (
-    LOST_AFTER_FAILED_PROBES, Action, Decision, Probe, decide, idle_expired, start_timed_out,
-)
+from services.endpoint_manager.decide import LOST_AFTER_FAILED_PROBES, Action, Decision, Probe, decide
 from services.endpoint_manager.manager import judges_evaluation, uses_judge
 from shared import reasons
+from shared.lifecycle.endpoints import idle_expired, start_timed_out
 from shared.states import EndpointPhase, endpoint_transition
 
 NOW = 1_800_000_000.0

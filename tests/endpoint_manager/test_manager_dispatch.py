@@ -11,7 +11,7 @@ import structlog
 
 from services.scheduler.dispatch import needs_no_devices
 from services.scheduler.main import run_once
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
 from shared.states import EndpointPhase
 from shared.store import Store, connect

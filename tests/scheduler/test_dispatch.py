@@ -87,7 +87,7 @@ def test_a_resent_grant_is_not_sent_twice_while_its_task_still_waits_in_the_node
     is the claim id, so the next pass finds it in the broker queue and only stamps the claim."""
     from shared.celery_app import make_celery
     from shared.config import parse_config
-    from tests.scheduler.conftest import CONFIG
+    from tests.claim_fixtures import CONFIG
 
     celery_app = make_celery(parse_config(CONFIG, env={"TRAINING_KEY_PREFIX": keys.prefix,
                                                        "TRAINING_REDIS_URL": redis_url}))

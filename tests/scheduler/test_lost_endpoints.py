@@ -8,9 +8,10 @@ import time
 
 from shared.ids import Kind, new_id
 from shared.states import ClaimState, EndpointPhase
+from shared.times import iso
 
 from services.scheduler.dispatch import dispatch_granted
-from services.scheduler.lost_endpoints import LostAction, _iso, decide_lost, recover_lost_endpoints
+from services.scheduler.lost_endpoints import LostAction, decide_lost, recover_lost_endpoints
 
 
 def endpoint(queue, store, config, sender, *, phase=EndpointPhase.READY, pool="default", start_timeout_s=30):
@@ -27,7 +28,7 @@ def endpoint(queue, store, config, sender, *, phase=EndpointPhase.READY, pool="d
     dispatch_granted(queue=queue, store=store, celery_app=sender, config=config)
     assert store.get(endpoint_id)["phase"] == EndpointPhase.STARTING
     if phase == EndpointPhase.READY:
-        store.update(endpoint_id, lambda d: {**d, "phase": "READY", "address": "http://127.0.0.1:9", "readyAt": _iso(
+        store.update(endpoint_id, lambda d: {**d, "phase": "READY", "address": "http://127.0.0.1:9", "readyAt": iso(
             time.time()), "process": {"pid": 999999, "port": 9, "startTicks": 1}})
     return endpoint_id, queue.get(claim["id"])
 
@@ -59,7 +60,7 @@ def test_a_ready_endpoint_without_a_manager_goes_back_to_starting_then_fails_aft
     assert recover(queue, store, config, t0 + lost_after + 1) == [endpoint_id]
     doc = store.get(endpoint_id)
     assert doc["phase"] == EndpointPhase.STARTING and doc["address"] is None
-    assert doc["startingSince"] == _iso(t0 + lost_after + 1)  # its start timeout runs again from now
+    assert doc["startingSince"] == iso(t0 + lost_after + 1)  # its start timeout runs again from now
     assert doc["scheduling"] == before["scheduling"] and doc["process"] == before["process"]  # GPUs kept
     assert queue.get(claim["id"])["state"] == ClaimState.GRANTED
     assert warnings(store, endpoint_id) == [
@@ -109,7 +110,7 @@ def test_a_starting_endpoint_on_a_node_that_never_had_a_manager_fails_after_its_
     recover(queue, store, config, t0)
     assert recover(queue, store, config, t0 + lost_after + 1) == [starting_id]
     doc = store.get(starting_id)
-    assert doc["phase"] == EndpointPhase.STARTING and doc["startingSince"] == _iso(t0 + lost_after + 1)
+    assert doc["phase"] == EndpointPhase.STARTING and doc["startingSince"] == iso(t0 + lost_after + 1)
     assert warnings(store, starting_id) == [
         "no endpoint manager runs on node local; its serving process is presumed lost until one is back"]
     assert recover(queue, store, config, t0 + lost_after + 59) == []

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 from services.trainer_worker import evaluation_job
 from services.trainer_worker.execution import Worker, execute
 from shared.ids import Kind, new_id
@@ -131,7 +131,7 @@ def test_a_ready_judge_endpoint_is_asked_for_every_row(worker, granted, tmp_path
     endpoint document carries. Its (tiny-model) answers are parsed, or counted as unparsable with a
     warn event."""
     from shared.load_spec import load_spec_for
-    from tests.endpoint_manager.serving import ServingProcess
+    from tests.shared.serving.serving import ServingProcess
 
     judge = new_id(Kind.ENDPOINT)
     spec = load_spec_for(entry=worker.catalog.raw("builtin/tiny-qwen3"), artifacts=worker.artifacts,

@@ -15,7 +15,7 @@ from shared import reasons
 from shared.load_spec import LoadSpec, model_generation_config
 from shared.plans import parse_plan
 from shared.rewards import ask_judge, check_rewards, judge_messages, parse_judge_score
-from tests.endpoint_manager.serving import ServingProcess
+from tests.shared.serving.serving import ServingProcess
 from tests.trainer_worker.doubles import RecordingReporter
 
 PROMPTS = ["Add: 2 + 3", "Reverse: stone", "What is the answer?", "Say hello"] * 2

@@ -1,7 +1,7 @@
 """Rollout generation for reinforcement runs (SPEC 4): a serving process next to the trainer.
 
 A GRPO run does not generate with the model it trains. It starts one serving process of the
-endpoint backends (`services.endpoint_manager.backends.choose_backend`: the built-in transformers
+endpoint backends (`shared.serving.backends.choose_backend`: the built-in transformers
 server on CPU slots, vLLM on CUDA GPUs) over the same base model and data type, and asks it for
 groups of completions. After each update the run hands it **only the adapter**: the trainable LoRA
 weights saved as safetensors into a fresh directory, loaded with `/v1/load_lora_adapter` under a new
@@ -79,7 +79,7 @@ class RolloutServer:
 
     def start(self, peft_model, *, step: int) -> RolloutServer:
         """Start the process with the adapter of `step` already loaded, and wait until it answers."""
-        from services.endpoint_manager.backends import choose_backend
+        from shared.serving.backends import choose_backend
 
         self.work_dir.mkdir(parents=True, exist_ok=True)
         name, directory = self._initial_policy(peft_model, step)

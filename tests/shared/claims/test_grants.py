@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.scheduler.grants import ClaimView, Grant, best_fit, free_devices, plan_grants
+from shared.claims.grants import ClaimView, Grant, best_fit, free_devices, plan_grants
 
 
 def w(claim_id: str, gpus: int, workload: str = "runs") -> ClaimView:
@@ -98,8 +98,8 @@ def test_after_a_release_the_head_of_the_queue_starts_first():
 
 from datetime import UTC, datetime  # noqa: E402
 
-from services.scheduler.grants import decide  # noqa: E402
-from services.scheduler.waiting import explain_wait  # noqa: E402
+from shared.claims.grants import decide  # noqa: E402
+from shared.claims.waiting import explain_wait  # noqa: E402
 from shared import wait_reasons as why  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """The built-in serving process: a transformers model behind an OpenAI-compatible HTTP server.
 
-    python -m services.endpoint_manager.server --host 127.0.0.1 --port 8001 --load-spec spec.json \
+    python -m shared.serving.server --host 127.0.0.1 --port 8001 --load-spec spec.json \
         [--endpoint-id ep-...]
 
 It stands where vLLM cannot run (CPU nodes, development, CI) and answers like vLLM's server
@@ -32,7 +32,7 @@ SERVICE = "endpoint-server"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m services.endpoint_manager.server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m shared.serving.server", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
     parser.add_argument("--load-spec", required=True, help="path of the load spec JSON (shared.load_spec.LoadSpec)")
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers.utils import logging as hf_logging
 
-    from services.endpoint_manager.generation import Generator
-    from services.endpoint_manager.openai_app import create_app
+    from shared.serving.generation import Generator
+    from shared.serving.openai_app import create_app
     from shared.load_spec import LoadSpec, load_model
 
     hf_logging.set_verbosity_error()

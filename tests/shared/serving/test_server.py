@@ -13,8 +13,8 @@ import torch
 from openai import OpenAI
 
 from shared.load_spec import load_model
-from tests.endpoint_manager.conftest import SERVED_NAME
-from tests.endpoint_manager.serving import ServingProcess
+from tests.shared.serving.conftest import SERVED_NAME
+from tests.shared.serving.serving import ServingProcess
 
 PROMPT = "Hello, world! How are you today?"
 MESSAGES = [{"role": "user", "content": "What is the answer?"}]

@@ -6,7 +6,7 @@ variables to add. Both answer `GET /health`, `/v1/models`, `/v1/completions`,
 endpoint manager and the API's proxy never ask which one runs.
 
 - `VllmBackend`: `vllm serve` on CUDA GPUs, where vLLM is installed.
-- `BuiltinBackend`: `services.endpoint_manager.server` (transformers) everywhere else.
+- `BuiltinBackend`: `shared.serving.server` (transformers) everywhere else.
 
 The spec file at `spec_path` is written by the caller (`LoadSpec.write`) before the process starts.
 """
@@ -55,7 +55,7 @@ class BuiltinBackend:
     name: str = "builtin"
 
     def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None):
-        argv = [self.python, "-m", "services.endpoint_manager.server", "--host", host, "--port", str(port),
+        argv = [self.python, "-m", "shared.serving.server", "--host", host, "--port", str(port),
                 "--load-spec", str(spec_path)]
         if endpoint_id:
             argv += ["--endpoint-id", endpoint_id]

@@ -16,15 +16,14 @@ from typing import Any
 import redis
 
 from shared import reasons
+from shared.claims.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
+from shared.claims.nodes import live_device_counts
 from shared.config import DeploymentConfig
 from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.keys import Keys
 from shared.states import ClaimState
-from shared.store import now_iso
-
-from services.scheduler.nodes import live_device_counts
-from services.scheduler.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
+from shared.times import now_iso
 
 __all__ = ["ClaimQueue", "claim_view", "device_index", "CLAIM_KINDS"]
 

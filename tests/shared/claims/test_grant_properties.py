@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.scheduler.grants import ClaimView, decide, plan_grants
+from shared.claims.grants import ClaimView, decide, plan_grants
 from shared import wait_reasons as why
 
 WORKLOADS = ("a", "b", "c")

@@ -12,7 +12,7 @@ from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.states import ClaimState
 from shared.store import connect
 
-from services.scheduler.queue import ClaimQueue
+from shared.claims.queue import ClaimQueue
 
 
 def submit(queue, resource="run-x", *, pool="default", gpus=1, workload="runs", **more):

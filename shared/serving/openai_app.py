@@ -20,7 +20,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from services.endpoint_manager.generation import Generator, Outcome, SamplingParams
+from shared.serving.generation import Generator, Outcome, SamplingParams
 from shared.errors import TrainerError, ValidationFailed
 
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}

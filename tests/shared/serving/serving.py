@@ -15,10 +15,10 @@ from pathlib import Path
 
 import requests
 
-from services.endpoint_manager.backends import BuiltinBackend
+from shared.serving.backends import BuiltinBackend
 from shared.load_spec import LoadSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def free_port() -> int:
@@ -108,6 +108,6 @@ def make_adapter(model_dir: Path | str, out_dir: Path | str, *, seed: int = 0, r
     return Path(out_dir)
 
 
-if __name__ == "__main__":  # a manual check: python -m tests.endpoint_manager.serving SPEC.json
+if __name__ == "__main__":  # a manual check: python -m tests.shared.serving.serving SPEC.json
     proc = ServingProcess(LoadSpec.read(sys.argv[1]), Path(sys.argv[2] if len(sys.argv) > 2 else ".")).start()
     print(proc.wait_ready().base_url, f"ready after {proc.ready_after_s:.1f}s")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from services.endpoint_manager import backends
-from services.endpoint_manager.backends import BuiltinBackend, VllmBackend, choose_backend
+from shared.serving import backends
+from shared.serving.backends import BuiltinBackend, VllmBackend, choose_backend
 from shared.load_spec import LoadSpec
 
 SPEC = LoadSpec(model="Qwen/Qwen3-8B", model_dir="/models/qwen3-8b", dtype="bf16",
@@ -21,7 +21,7 @@ SPEC = LoadSpec(model="Qwen/Qwen3-8B", model_dir="/models/qwen3-8b", dtype="bf16
 def test_builtin_command():
     argv, env = BuiltinBackend(devices=["cpu:0"]).command(SPEC, port=8123, spec_path=Path("/w/spec.json"),
                                                           endpoint_id="ep-1")
-    assert argv == [sys.executable, "-m", "services.endpoint_manager.server", "--host", "127.0.0.1", "--port", "8123",
+    assert argv == [sys.executable, "-m", "shared.serving.server", "--host", "127.0.0.1", "--port", "8123",
                     "--load-spec", "/w/spec.json", "--endpoint-id", "ep-1"]
     assert env == {"CUDA_VISIBLE_DEVICES": "", "OMP_WAIT_POLICY": "PASSIVE"}
     _, cuda_env = BuiltinBackend(devices=["cuda:2"]).command(SPEC, port=1, spec_path=Path("s"))

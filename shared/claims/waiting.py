@@ -8,28 +8,18 @@ does. The API calls `explain_pool` once per pool per request.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from shared import wait_reasons
-
-from services.scheduler.grants import claim_view, decide
-
-
-def _epoch(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+from shared.claims.grants import claim_view, decide
+from shared.times import epoch
 
 
 def idle_seconds(claim: dict[str, Any], doc: dict[str, Any] | None, now: float) -> int | None:
     """How long a granted endpoint has had no request: from its last request, else from when it
     became ready, else from its grant."""
     doc = doc or {}
-    since = _epoch(doc.get("lastRequestAt")) or _epoch(doc.get("readyAt")) or _epoch(claim.get("grantedAt"))
+    since = epoch(doc.get("lastRequestAt")) or epoch(doc.get("readyAt")) or epoch(claim.get("grantedAt"))
     return None if since is None else max(0, int(now - since))
 
 

@@ -1,0 +1,8 @@
+"""Claims on devices (SPEC 5): every service queues, grants, releases and explains them the same way.
+
+- `queue.py`: `ClaimQueue`, the claim documents and the pools' sorted sets in Redis (submit,
+  release, requeue, the grant pass).
+- `grants.py`: the grant rules as pure Python (`decide`, `plan_grants`).
+- `nodes.py`: which nodes have a live worker.
+- `waiting.py`: what a waiting claim waits on, derived from the same rules.
+"""

@@ -1,0 +1,8 @@
+"""Serving a model over OpenAI-compatible HTTP: used by endpoints (the endpoint manager), by GRPO
+rollouts and by evaluations (the trainer worker).
+
+- `backends.py`: how to start a serving process for a load spec (`choose_backend`: vLLM or built-in).
+- `generation.py`: `Generator` and `SamplingParams`, the built-in server's generation over a loaded
+  model; evaluations score with the same code, so both give the same tokens.
+- `openai_app.py`, `server.py`: the built-in serving process (`python -m shared.serving.server`).
+"""

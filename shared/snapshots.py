@@ -1,0 +1,183 @@
+"""The snapshot format (SPEC 2.4, 3.3): the manifest, the layouts, and which parts of a snapshot
+this deployment reads. Plain Python, no torch: the API registers imported snapshots and refuses
+branches with it, the worker's engines write and restore snapshots with it.
+
+A layout-2 snapshot directory:
+
+    snapshot.json       the manifest (`manifest`)
+    adapter/            adapter_config.json + adapter_model.safetensors (PEFT, loadable as is)
+    training_state/     the Hugging Face Trainer checkpoint minus the adapter: optimizer.pt,
+                        scheduler.pt, rng_state*.pth, trainer_state.json, training_args.bin, ...
+
+A layout-1 directory (release 0.5) is an HF Trainer checkpoint of a PEFT model saved on one GPU,
+adapter files included, plus a snapshot.json without parts; `read_manifest` describes its parts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from shared import reasons
+from shared.errors import ValidationFailed
+from shared.version import VERSION
+
+SNAPSHOT_LAYOUT = 2
+MANIFEST_FILE = "snapshot.json"
+ADAPTER_DIR = "adapter"
+TRAINING_STATE_DIR = "training_state"
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+WEIGHTS_FORMAT = "peft-safetensors"
+TRAINING_STATE_FORMAT = "hf-trainer"
+
+
+def manifest(*, run_id: str | None, step: int, method: str, engine: str | None, precision: str, model: str | None,
+             gpus: int, training_state_format: str | None = TRAINING_STATE_FORMAT) -> dict[str, Any]:
+    """The manifest of a layout-2 snapshot this release writes."""
+    return {
+        "layout": SNAPSHOT_LAYOUT,
+        "run": run_id,
+        "step": step,
+        "method": method,
+        "engine": engine,
+        "precision": precision,
+        "model": model,
+        "gpus": gpus,
+        "release": VERSION,
+        "weights": {"format": WEIGHTS_FORMAT, "path": ADAPTER_DIR},
+        "trainingState": (
+            {"format": training_state_format, "path": TRAINING_STATE_DIR} if training_state_format else None
+        ),
+    }
+
+
+def write_manifest(directory: Path, document: dict[str, Any]) -> None:
+    (Path(directory) / MANIFEST_FILE).write_text(json.dumps(document, indent=2) + "\n")
+
+
+# --- Reading snapshot directories of any layout
+
+MANIFEST_KEYS = ("layout", "model", "method", "step", "gpus", "precision")
+LAYOUT1_ADAPTER_FILES = ("adapter_model.safetensors", "adapter_model.bin")  # either one, in this preference
+LAYOUT1_STATE_FILES = ("optimizer.pt", "scheduler.pt", "trainer_state.json")
+# The formats this deployment reads. A DeepSpeed-sharded state ("deepspeed-zero3") is not among
+# them: no engine here restores one, with or without DeepSpeed installed.
+READABLE_WEIGHTS_FORMATS = frozenset({"peft-safetensors", "peft-bin"})
+READABLE_TRAINING_STATE_FORMATS = frozenset({"hf-trainer"})
+
+
+def read_manifest(snapshot_dir: Path) -> dict[str, Any]:
+    """The snapshot's manifest, validated. Raises ValidationFailed naming what is wrong.
+
+    A layout-1 manifest lists no parts; they are described here from the files the directory holds
+    (an HF Trainer checkpoint: `weights` in PEFT .safetensors or .bin, `trainingState` hf-trainer),
+    with `path` ".", so every caller reads parts the same way whatever the layout.
+    """
+    snapshot_dir = Path(snapshot_dir)
+    path = snapshot_dir / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValidationFailed(f"{snapshot_dir} holds no {MANIFEST_FILE}", details={"path": str(path)}) from None
+    except (OSError, ValueError) as exc:
+        raise ValidationFailed(f"{path} is not a JSON manifest: {exc}", details={"path": str(path)}) from None
+    if not isinstance(manifest, dict):
+        raise ValidationFailed(f"{path} is not a JSON object", details={"path": str(path)})
+    missing = [k for k in MANIFEST_KEYS if k not in manifest]
+    if missing:
+        raise ValidationFailed(f"{path} lacks {', '.join(missing)}", details={"path": str(path), "missing": missing})
+    if manifest["layout"] == 1:  # its parts come from its files, whatever it says of them
+        manifest = {**manifest, **_layout1_parts(snapshot_dir)}
+    _check_manifest_fields(manifest, path)
+    return manifest
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _inside(value: Any) -> bool:
+    """A path relative to the snapshot directory that stays inside it ("." is the directory itself)."""
+    if not isinstance(value, str) or not value:
+        return False
+    parts = PurePosixPath(value.replace("\\", "/"))
+    return not parts.is_absolute() and not PureWindowsPath(value).drive and ".." not in parts.parts
+
+
+# field -> (what it must be, the test); optional fields may also be absent
+_MANIFEST_FIELDS: dict[str, tuple[str, Any]] = {
+    "layout": ("a whole number of at least 1", lambda v: _whole(v, 1)),
+    "step": ("a whole number of 0 or more", lambda v: _whole(v, 0)),
+    "gpus": ("a whole number of at least 1", lambda v: _whole(v, 1)),
+    "model": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "method": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "precision": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "engine": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "run": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "weights": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+    "trainingState": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+}
+_PART_FIELDS: dict[str, tuple[str, Any]] = {
+    "format": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "path": ("a relative path inside the snapshot directory", _inside),
+}
+
+
+def _check_manifest_fields(manifest: dict[str, Any], path: Path) -> None:
+    """Every field a reader of the manifest uses has the type it needs (a 400 naming the first that
+    does not), so nothing downstream meets a string where it wants an object."""
+    def refuse(name: str, must: str, value: Any) -> None:
+        raise ValidationFailed(reasons.manifest_field_invalid(str(path), name, must, value),
+                               details={"path": str(path), "manifestField": name})
+
+    for name, (must, ok) in _MANIFEST_FIELDS.items():
+        if name in manifest and not ok(manifest[name]):
+            refuse(name, must, manifest[name])
+    for part in ("weights", "trainingState"):
+        for name, (must, ok) in _PART_FIELDS.items():
+            if manifest.get(part) is None or (name == "path" and name not in manifest[part]):
+                continue  # a part may be absent; its path defaults to the part's directory
+            if not ok(manifest[part].get(name)):
+                refuse(f"{part}.{name}", must, manifest[part].get(name))
+
+
+def _layout1_parts(snapshot_dir: Path) -> dict[str, Any]:
+    adapter = next((n for n in LAYOUT1_ADAPTER_FILES if (snapshot_dir / n).is_file()), None)
+    weights = None
+    if adapter and (snapshot_dir / "adapter_config.json").is_file():
+        weights = {"format": "peft-safetensors" if adapter.endswith(".safetensors") else "peft-bin",
+                   "path": ".", "file": adapter}
+    state = None
+    # The random state too: without it a resume draws other batches and dropout masks, so it would
+    # not continue the run exactly; such a directory restores its weights only. One process wrote
+    # rng_state.pth, several wrote rng_state_RANK.pth.
+    rng = (snapshot_dir / "rng_state.pth").is_file() or any(snapshot_dir.glob("rng_state_*.pth"))
+    if rng and all((snapshot_dir / n).is_file() for n in LAYOUT1_STATE_FILES):
+        state = {"format": "hf-trainer", "path": "."}
+    return {"weights": weights, "trainingState": state}
+
+
+def readable_parts(manifest: dict[str, Any]) -> dict[str, bool]:
+    """Which parts of a snapshot (its manifest from read_manifest) this deployment can read.
+
+    Training state is only of use beside readable weights (an HF checkpoint resumes both).
+    """
+    weights = _part_format(manifest, "weights") in READABLE_WEIGHTS_FORMATS
+    state = _part_format(manifest, "trainingState") in READABLE_TRAINING_STATE_FORMATS
+    if manifest.get("layout") not in (1, SNAPSHOT_LAYOUT):
+        weights = state = False
+    return {"weights": weights, "trainingState": weights and state}
+
+
+def _part_format(manifest: dict[str, Any], part: str) -> Any:
+    """The part's format; None when it has none (or, in a document stored before manifests were
+    checked, is not an object)."""
+    value = manifest.get(part)
+    return value.get("format") if isinstance(value, dict) else None
+
+
+def adapter_dir_of(snapshot_dir: Path, manifest: dict[str, Any] | None = None) -> Path:
+    """The directory holding the snapshot's adapter_config.json and adapter weights (any layout)."""
+    manifest = manifest or read_manifest(snapshot_dir)
+    return Path(snapshot_dir) / (manifest.get("weights") or {}).get("path", ADAPTER_DIR)
