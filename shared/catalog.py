@@ -1,7 +1,7 @@
 """The base-model catalog (SPEC 2.1): entries from the deployment config, with their facts.
 
-A built-in entry (`builtin: NAME`) is made offline on first use (shared.tiny_models) and its facts
-read from the model it built; a real entry declares its facts in the config and loads through the
+A built-in entry (`builtin: NAME`) has facts that follow from its spec (shared.tiny_models; the
+model itself is built offline where it is first loaded, never by the API); a real entry declares its facts in the config and loads through the
 same loading code (shared.models) from a local directory (`path: DIR`) or, with neither, from the
 local Hugging Face hub cache (its id is the repo id, `revision` optional), never downloading.
 """
@@ -66,9 +66,9 @@ class Catalog:
 
     def describe(self, entry: dict[str, Any]) -> dict[str, Any]:
         if entry.get("builtin"):
-            from shared.tiny_models import builtin_metadata
+            from shared.tiny_models import builtin_facts
 
-            facts = builtin_metadata(entry["builtin"], self.artifacts)
+            facts = builtin_facts(entry["builtin"])
             source = f"builtin:{entry['builtin']}"
         else:
             facts = {k: entry.get(k, default) for k, default in REAL_ENTRY_DEFAULTS.items()}

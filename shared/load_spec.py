@@ -99,9 +99,9 @@ class LoadSpec:
 
 def _supported_precisions(entry: dict[str, Any], artifacts: ArtifactRoot) -> list[str]:
     if entry.get("builtin"):
-        from shared.tiny_models import builtin_metadata
+        from shared.tiny_models import builtin_facts
 
-        return list(builtin_metadata(entry["builtin"], artifacts)["precisions"])
+        return list(builtin_facts(entry["builtin"])["precisions"])
     from shared.catalog import REAL_ENTRY_DEFAULTS
 
     return list(entry.get("precisions") or REAL_ENTRY_DEFAULTS["precisions"])

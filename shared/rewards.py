@@ -19,10 +19,12 @@ config; they take the same arguments and are looked up by name like the built-in
 Parameters are the entry's keys beside `function`, `judge` and `weight`, passed as keyword
 arguments; one set to null counts as not given. A built-in function takes only its own (listed
 above). A registered function takes what its signature names after `(completion, row)`, or
-anything when it has `**kwargs`; `check_rewards` reads the signature wherever the function can be
-imported (the API at submission, the worker when the run or evaluation starts) and refuses a
-parameter it does not take, or one it needs that is missing. Where it cannot be imported the check
-waits for the worker, which fails the work saying why.
+anything when it has `**kwargs`; `check_rewards` reads the signature and refuses a parameter it does
+not take, or one it needs that is missing. The API reads it from the module's source without running
+it (`static_signature`: a deployment's module may import torch or do anything at import time); the
+worker, which runs the function, imports it (`imported=True`). Where the signature cannot be read so
+(no source found, the name is not a plain `def`), the check waits for the worker, which fails the
+work saying why.
 
 A judge is an endpoint asked, through its OpenAI chat API, to score a completion; its answer is
 parsed to a number by `parse_judge_score` (None when it holds none: the caller records that).
@@ -30,10 +32,13 @@ parsed to a number by `parse_judge_score` (None when it holds none: the caller r
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.machinery
 import inspect
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from shared import reasons
@@ -129,9 +134,83 @@ def signature_of(function: Callable[..., Any]) -> Signature | None:
     return Signature(tuple(takes), tuple(needs), any_keyword)
 
 
+def _module_source(module_name: str) -> str | None:
+    """The source of a module found on sys.path, without importing it or its parent packages."""
+    path = None
+    for part in module_name.split("."):
+        found = importlib.machinery.PathFinder.find_spec(part, path)
+        if found is None:
+            return None
+        path = found.submodule_search_locations
+    if found.origin is None or not found.origin.endswith(".py"):
+        return None
+    try:
+        return Path(found.origin).read_text()
+    except OSError:
+        return None
+
+
+def _signature_of_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Signature:
+    """`signature_of` for a function's syntax tree (what inspect would say of the defined function)."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    with_default = len(args.defaults)  # the last ones of `positional` have defaults
+    takes, needs = [], []
+    for i, arg in enumerate(positional):
+        if i < 2 or i < len(args.posonlyargs):  # completion and row come first, by position
+            continue
+        takes.append(arg.arg)
+        if i < len(positional) - with_default:
+            needs.append(arg.arg)
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        takes.append(arg.arg)
+        if default is None:
+            needs.append(arg.arg)
+    return Signature(tuple(takes), tuple(needs), args.kwarg is not None)
+
+
+def static_signature(reference: str) -> Signature | None:
+    """The signature of a registered "package.module:function", read from the module's source
+    without running any of it; None when it cannot be read so (the worker checks it then)."""
+    module_name, _, attribute = reference.partition(":")
+    try:
+        source = _module_source(module_name)
+        tree = ast.parse(source) if source is not None else None
+    except (ImportError, ValueError, SyntaxError):
+        return None
+    if tree is None:
+        return None
+    found = None
+    for node in tree.body:  # the last top-level binding of the name wins, as it would on import
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attribute:
+            found = node
+        elif _binds(node, attribute):
+            found = None
+    if found is None or found.decorator_list:  # a decorator may change what the name is
+        return None
+    return _signature_of_def(found)
+
+
+def _binds(node: ast.stmt, name: str) -> bool:
+    """True when a top-level statement binds `name` otherwise than by a plain def."""
+    if isinstance(node, ast.ClassDef):
+        return node.name == name
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names)
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))
+
+
 def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, str] | None = None,
-                  field_prefix: str = "grpo.rewards") -> None:
-    """Refuse (ValidationFailed, naming the field) a reward list that could not be scored."""
+                  field_prefix: str = "grpo.rewards", imported: bool = False) -> None:
+    """Refuse (ValidationFailed, naming the field) a reward list that could not be scored.
+
+    A registered function's signature is read from its source (`static_signature`), or, with
+    `imported`, from the function itself once imported (where it is about to run anyway)."""
     registered = registered or {}
     for i, entry in enumerate(rewards):
         where = f"{field_prefix}.{i}"
@@ -154,13 +233,19 @@ def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, 
             _check_parameters(where, function, parameters, Signature(BUILTIN_PARAMETERS[function], (), False))
             _check_builtin(where, function, entry)
             continue
-        try:
-            loaded = load_registered(registered[function])
-        except Exception:  # not importable in this process, whatever its module raised:
-            continue  # the worker that scores imports it, or fails the work saying why
-        signature = signature_of(loaded)
+        signature = _registered_signature(registered[function], imported=imported)
         if signature is not None:
             _check_parameters(where, function, parameters, signature)
+
+
+def _registered_signature(reference: str, *, imported: bool) -> Signature | None:
+    if not imported:
+        return static_signature(reference)
+    try:
+        loaded = load_registered(reference)
+    except Exception:  # not importable in this process, whatever its module raised:
+        return None  # the scoring itself imports it, or fails the work saying why
+    return signature_of(loaded)
 
 
 def _check_parameters(where: str, function: str, parameters: Mapping[str, Any], signature: Signature) -> None:

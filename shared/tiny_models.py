@@ -5,9 +5,11 @@ on the bundled sample data plus a fixed ASCII corpus, and a Qwen-style chat temp
 in the ordinary Hugging Face layout (config.json, model.safetensors, tokenizer files,
 generation_config.json), so `shared.models` loads it with the same code as a real catalog model.
 
-Each build also writes `trainer_model.json` (the catalog facts: parameter count, precisions, GPU
-counts, LoRA target modules, generation config), so reading them later needs no torch import.
-Two builds of the same name give byte-identical weights.
+The catalog facts of a built-in model (parameter count, precisions, GPU counts, LoRA target modules,
+generation config) follow from its spec alone (`builtin_facts`), so the API describes one without
+building it or importing torch; a build writes the same facts to `trainer_model.json` after
+checking them against the model it made. Builds happen where models load: the trainer worker,
+the endpoint manager and `training up`. Two builds of the same name give byte-identical weights.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ BUILTIN_MODELS: dict[str, TinyModelSpec] = {
 }
 
 GENERATION_DEFAULTS = {"do_sample": False, "max_new_tokens": 64}
+# The tokenizer trainer gives the special tokens the first ids, in this order.
+PAD_ID, EOS_ID = SPECIAL_TOKENS.index(PAD_TOKEN), SPECIAL_TOKENS.index(IM_END)
 
 
 def _spec(name: str) -> TinyModelSpec:
@@ -137,17 +141,43 @@ def _build_tokenizer(spec: TinyModelSpec):
     return wrapped
 
 
+def parameter_count(spec: TinyModelSpec) -> int:
+    """The parameters of the Qwen3 model `spec` describes: tied embeddings, per layer the attention
+    projections (no biases), q/k norms over a head, the gated MLP and two RMS norms, a final norm."""
+    head_dim = spec.hidden_size // spec.heads
+    attention = 2 * spec.hidden_size * spec.heads * head_dim + 2 * spec.hidden_size * spec.kv_heads * head_dim
+    layer = attention + 2 * head_dim + 3 * spec.hidden_size * spec.intermediate_size + 2 * spec.hidden_size
+    return spec.vocab_size * spec.hidden_size + spec.layers * layer + spec.hidden_size
+
+
+def builtin_facts(name: str) -> dict[str, Any]:
+    """The catalog facts of a built-in model, from its spec alone (no build, no torch)."""
+    spec = _spec(name)
+    return {
+        "builtin": name,
+        "architecture": spec.architecture,
+        "parameters": parameter_count(spec),
+        "precisions": ["fp32", "bf16"],
+        "gpuCounts": [1, 2],
+        "modality": "text",
+        "loraTargetModules": list(spec.lora_target_modules),
+        "generationConfig": {"bos_token_id": PAD_ID, "eos_token_id": [EOS_ID, PAD_ID], "pad_token_id": PAD_ID,
+                             **GENERATION_DEFAULTS},
+    }
+
+
 def _build(name: str, target: Path) -> dict[str, Any]:
-    """Write the model into `target` (an empty directory) and return its metadata."""
+    """Write the model into `target` (an empty directory) and return its facts."""
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
     from transformers.utils import logging as hf_logging
 
     spec = _spec(name)
+    facts = builtin_facts(name)
     hf_logging.disable_progress_bar()  # a build runs inside services whose stderr is a log, not a terminal
     tokenizer = _build_tokenizer(spec)
-    pad_id = tokenizer.convert_tokens_to_ids(PAD_TOKEN)
-    eos_id = tokenizer.convert_tokens_to_ids(IM_END)
+    if (tokenizer.convert_tokens_to_ids(PAD_TOKEN), tokenizer.convert_tokens_to_ids(IM_END)) != (PAD_ID, EOS_ID):
+        raise RuntimeError(f"built-in model {name}: the tokenizer gave its special tokens other ids than declared")
     config = Qwen3Config(
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
@@ -159,35 +189,23 @@ def _build(name: str, target: Path) -> dict[str, Any]:
         max_position_embeddings=spec.max_positions,
         tie_word_embeddings=True,
         initializer_range=spec.init_std,
-        bos_token_id=pad_id,
-        eos_token_id=eos_id,
-        pad_token_id=pad_id,
+        bos_token_id=PAD_ID,
+        eos_token_id=EOS_ID,
+        pad_token_id=PAD_ID,
     )
     torch.manual_seed(spec.seed)
     model = Qwen3ForCausalLM(config).to(torch.float32).eval()
     with torch.no_grad():
         model.get_input_embeddings().weight.normal_(0.0, spec.embedding_std)
-    generation = GenerationConfig(
-        bos_token_id=pad_id, eos_token_id=[eos_id, pad_id], pad_token_id=pad_id, **GENERATION_DEFAULTS
-    )
-    model.generation_config = generation
+    built = sum(p.numel() for p in model.parameters())
+    if built != facts["parameters"]:
+        raise RuntimeError(f"built-in model {name} has {built} parameters; its facts say {facts['parameters']}")
+    model.generation_config = GenerationConfig(**facts["generationConfig"])
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
-    metadata = {
-        "builtin": name,
-        "architecture": spec.architecture,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "precisions": ["fp32", "bf16"],
-        "gpuCounts": [1, 2],
-        "modality": "text",
-        "loraTargetModules": list(spec.lora_target_modules),
-        "generationConfig": {
-            k: v for k, v in generation.to_diff_dict().items() if k != "transformers_version" and not k.startswith("_")
-        },
-    }
     # Written last: its presence marks a complete build.
-    (target / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
-    return metadata
+    (target / METADATA_FILE).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    return facts
 
 
 def _make_readable(directory: Path) -> None:
@@ -228,6 +246,6 @@ def ensure_builtin(name: str, artifacts: ArtifactRoot) -> Path:
 
 
 def builtin_metadata(name: str, artifacts: ArtifactRoot) -> dict[str, Any]:
-    """The catalog facts of a built-in model (building it first if needed); reads JSON, imports no torch."""
+    """The facts a build of the built-in model wrote (building it first if needed)."""
     directory = ensure_builtin(name, artifacts)
     return json.loads((directory / METADATA_FILE).read_text())

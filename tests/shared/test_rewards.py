@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from shared import reasons, rewards
@@ -102,6 +104,36 @@ unreadable_signature.__signature__ = "not a Signature"  # inspect.signature rais
 ])
 def test_a_registered_functions_parameters_are_read_from_its_signature(function, signature):
     assert rewards.signature_of(function) == signature
+
+
+@pytest.mark.parametrize("name", ["registered_reward", "thresholded_reward", "open_reward"])
+def test_the_api_reads_a_registered_signature_from_source_as_inspect_would(name):
+    assert rewards.static_signature(f"{__name__}:{name}") == rewards.signature_of(globals()[name])
+
+
+def test_reading_a_signature_from_source_runs_none_of_the_module(tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("REWARD_SIDE_EFFECT_MARKER", str(marker))
+    monkeypatch.delitem(sys.modules, "tests.reward_with_side_effects", raising=False)
+    assert rewards.static_signature("tests.reward_with_side_effects:bonus_reward") == rewards.Signature(
+        ("bonus",), (), False)
+    assert not marker.exists() and "tests.reward_with_side_effects" not in sys.modules
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f(completion, row, /, limit=1, *args, scale): pass", rewards.Signature(("limit", "scale"), ("scale",), False)),
+    ("def f(*args, scale=1): pass", rewards.Signature(("scale",), (), False)),
+    ("async def f(c, r, k, **kw): pass", rewards.Signature(("k",), ("k",), True)),
+    ("import functools\n@functools.cache\ndef f(c, r): pass", None),  # a decorator may change what f is
+    ("def f(c, r, a): pass\nf = max", None),  # rebound: not the def any more
+    ("from elsewhere import f", None),
+])
+def test_a_signature_read_from_source_follows_the_last_binding(tmp_path, monkeypatch, source, expected):
+    (tmp_path / "deployed_rewards.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert rewards.static_signature("deployed_rewards:f") == expected
+    assert rewards.static_signature("deployed_rewards:missing") is None
+    assert rewards.static_signature("no_such_package_here.rewards:f") is None
 
 
 @pytest.mark.parametrize("entry, message, field, takes", [

@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from shared.artifacts import ArtifactRoot
 from shared.errors import NotFound, ValidationFailed
 from shared.models import load_causal_lm, load_tokenizer, model_dir_for
-from shared.tiny_models import METADATA_FILE, builtin_metadata, ensure_builtin
+from shared.tiny_models import BUILTIN_MODELS, METADATA_FILE, builtin_facts, builtin_metadata, ensure_builtin
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,17 @@ def test_layout_and_metadata(built):
     assert "q_proj" in meta["loraTargetModules"] and "down_proj" in meta["loraTargetModules"]
     assert meta["generationConfig"]["max_new_tokens"] == 64
     assert type(model).__name__ == "Qwen3ForCausalLM" and model.config.tie_word_embeddings
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_MODELS))
+def test_the_facts_the_api_shows_without_a_build_are_those_of_the_built_model(name, built, tmp_path):
+    """The API describes a built-in model from its spec alone (no torch, no build); the build checks
+    its model against the same facts and writes them, generation config included."""
+    artifacts = built[0] if name == "tiny-qwen3" else ArtifactRoot(tmp_path)
+    directory = ensure_builtin(name, artifacts)
+    assert builtin_facts(name) == json.loads((directory / METADATA_FILE).read_text())
+    generation = json.loads((directory / "generation_config.json").read_text())
+    assert {k: v for k, v in generation.items() if k != "transformers_version"} == builtin_facts(name)["generationConfig"]
 
 
 def test_tokenizer_chat_template_and_any_text(built):

@@ -302,7 +302,7 @@ def _check(job: TrainingJob) -> list[dict]:
     rewards = list(grpo.get("rewards") or [])
     if not rewards:
         raise ValidationFailed(reasons.GRPO_NEEDS_REWARDS, details={"field": "grpo.rewards"})
-    check_rewards(rewards, registered=job.reward_functions)
+    check_rewards(rewards, registered=job.reward_functions, imported=True)
     hp = job.plan.get("hyperparameters") or {}
     batch, generations = int(hp.get("batchSize") or 8), int(grpo.get("numGenerations") or 4)
     if batch % generations:

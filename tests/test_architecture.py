@@ -1,0 +1,166 @@
+"""The shape of the house (DEVELOPERS.md, docs/architecture.md), checked rather than trusted:
+
+- no module of one service imports (or names, for `python -m`) a module of another service, not even
+  inside a function: what two services share lives in `shared/`;
+- `shared/` imports no service, and the CLI imports only `shared/` (it talks to the services over HTTP);
+- the training engines reach neither Celery nor Flask, through any chain of the project's own imports;
+- the API process never loads torch: a real API process is driven through every read route and
+  every submission (tests/architecture_probe.py), then asked what it imported.
+
+Imports are read from the source (every `import` statement, wherever it is), so a lazy import inside
+a function counts like one at the top of a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SERVICES = sorted(p.name for p in (REPO / "services").iterdir() if (p / "__init__.py").is_file())
+# A string naming a module of a service, as `python -m services.x.y` or importlib would take it.
+SERVICE_MODULE_NAME = re.compile(r"^services\.([a-z_]+)(\.[a-z_.]+)?(:[A-Za-z_]+)?$")
+
+
+def python_files(folder: str) -> list[Path]:
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import statement in the file, at any depth."""
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    return imports_in(path.read_text(), package=package)
+
+
+def imports_in(source: str, *, package: str) -> list[tuple[int, str]]:
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the file's package
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+            # `from services import scheduler` imports the module services.scheduler
+            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names if alias.name != "*"]
+    return found
+
+
+def service_named(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "services" and parts[1] in SERVICES else None
+
+
+def test_no_service_imports_another():
+    crossings = []
+    for service in SERVICES:
+        for path in python_files(f"services/{service}"):
+            for line, module in imports_of(path):
+                other = service_named(module)
+                if other and other != service:
+                    crossings.append(f"{path.relative_to(REPO)}:{line} imports {module}")
+    assert crossings == [], "services import each other; move what they share into shared/:\n" + "\n".join(crossings)
+
+
+def test_no_service_names_another_services_module_to_run():
+    """`python -m services.other.module` or importlib with another service's module is an import too."""
+    crossings = []
+    for service in SERVICES:
+        for path in python_files(f"services/{service}"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    found = SERVICE_MODULE_NAME.match(node.value)
+                    if found and found.group(1) in SERVICES and found.group(1) != service:
+                        crossings.append(f"{path.relative_to(REPO)}:{node.lineno} names {node.value}")
+    assert crossings == [], "\n".join(crossings)
+
+
+@pytest.mark.parametrize("folder", ["shared", "training_cli"])
+def test_shared_code_and_the_cli_import_no_service(folder):
+    found = [f"{path.relative_to(REPO)}:{line} imports {module}"
+             for path in python_files(folder) for line, module in imports_of(path)
+             if module == "services" or module.startswith("services.")]
+    assert found == [], "\n".join(found)
+
+
+def project_module(module: str) -> Path | None:
+    """The file of a module of this repository, or None for a third-party or standard one."""
+    base = REPO.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def reachable(start: list[Path]) -> dict[str, tuple[str, str]]:
+    """Every module imported through any chain of project modules from `start`: name -> (the project
+    module that imports it, the chain's first file)."""
+    seen: dict[str, tuple[str, str]] = {}
+    todo = [(path, str(path.relative_to(REPO))) for path in start]
+    visited: set[Path] = set()
+    while todo:
+        path, origin = todo.pop()
+        if path in visited:
+            continue
+        visited.add(path)
+        for _, module in imports_of(path):
+            seen.setdefault(module, (module_name(path), origin))
+            target = project_module(module)
+            if target is not None:
+                todo.append((target, origin))
+    return seen
+
+
+def test_engines_reach_neither_celery_nor_flask():
+    modules = reachable(python_files("services/trainer_worker/engines"))
+    found = [f"{module} (imported by {by}, reached from {origin})" for module, (by, origin) in sorted(modules.items())
+             if module.split(".")[0] in ("celery", "flask", "werkzeug")]
+    assert found == [], "\n".join(found)
+
+
+def test_the_rules_catch_what_they_forbid():
+    """The checks above are not vacuous: lazy and relative imports of another service are found."""
+    source = "def f():\n    from services.scheduler import queue\n    import services.api.app\n    from ..api import x\n"
+    names = {module for _, module in imports_in(source, package="services.trainer_worker")}
+    assert {"services.scheduler", "services.scheduler.queue", "services.api.app", "services.api.x"} <= names
+    assert service_named("services.scheduler.queue") == "scheduler"
+    assert SERVICE_MODULE_NAME.match("services.endpoint_manager.server").group(1) == "endpoint_manager"
+
+
+@pytest.mark.e2e
+def test_the_api_process_never_imports_torch(redis_url, key_prefix, tmp_path):
+    """A real API process (uvicorn, the whole ASGI app) answers every read route and takes every kind
+    of submission, including a grpo run whose registered reward module imports torch when run:
+    afterwards torch (and what is built on it) is not among its modules, the reward module never ran,
+    and no route answered 5xx."""
+    marker = tmp_path / "reward-module-ran"
+    env = {**os.environ, "TRAINING_TEST_REDIS_URL": redis_url, "PROBE_KEY_PREFIX": key_prefix,
+           "PROBE_ARTIFACT_ROOT": str(tmp_path / "artifacts"), "PROBE_MARKER": str(marker),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "tests.architecture_probe"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["heavy"] == [], f"the API imported {report['heavy']}"
+    assert report["server_errors"] == {}, report["server_errors"]
+    assert not marker.exists(), "the API ran a deployment's reward module to read a signature"
+    assert report["static_check"] == {"accepted": 201, "unknown_parameter": 400}
+    # every read route of the OpenAPI document was called, with ids of real resources
+    assert set(report["read_routes"]) == set(report["called"]), set(report["read_routes"]) - set(report["called"])
+    assert not (tmp_path / "artifacts" / "models").exists(), "the API built a model"
