@@ -164,3 +164,50 @@ def test_the_api_process_never_imports_torch(redis_url, key_prefix, tmp_path):
     # every read route of the OpenAPI document was called, with ids of real resources
     assert set(report["read_routes"]) == set(report["called"]), set(report["read_routes"]) - set(report["called"])
     assert not (tmp_path / "artifacts" / "models").exists(), "the API built a model"
+
+
+# The document fields that hold a resource's state; only shared/lifecycle/ writes them.
+STATE_FIELDS = {"status", "phase"}
+
+
+def state_writes(path: Path) -> list[str]:
+    """Where a file writes a state field of a document: `doc["status"] = ...`, `doc.update(phase=...)`,
+    `{**doc, "status": ...}`, or a new resource document (a dict literal with a "kind") naming its state.
+    A line marked `# read-time view` builds an answer (a comparison's status is derived when read),
+    not a document."""
+    found = []
+    source = path.read_text()
+    views = {i for i, line in enumerate(source.splitlines(), start=1) if "# read-time view" in line}
+    for node in ast.walk(ast.parse(source)):
+        if getattr(node, "lineno", None) in views:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                    and target.slice.value in STATE_FIELDS):
+                found.append(f"{node.lineno}: assigns [{target.slice.value!r}]")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update":
+            found += [f"{node.lineno}: update({k.arg}=...)" for k in node.keywords if k.arg in STATE_FIELDS]
+        if isinstance(node, ast.Dict):
+            names = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            spread = any(k is None for k in node.keys)
+            if names & STATE_FIELDS and (spread or "kind" in names):
+                found.append(f"{node.lineno}: a document literal sets {sorted(names & STATE_FIELDS)}")
+    return found
+
+
+def test_each_status_has_one_writer():
+    """Run and evaluation statuses and endpoint phases change only through shared/lifecycle/ (which
+    checks each edge against the state machine and refuses stale writers)."""
+    offenders = [f"{path.relative_to(REPO)}:{where}"
+                 for folder in ("services", "shared") for path in python_files(folder)
+                 if "lifecycle" not in path.relative_to(REPO).parts for where in state_writes(path)]
+    assert offenders == [], "write states through shared/lifecycle/:\n" + "\n".join(offenders)
+
+
+def test_the_one_writer_rule_sees_each_way_of_writing(tmp_path):
+    source = tmp_path / "writer.py"
+    source.write_text('doc["status"] = "RUNNING"\ndoc.update(phase="READY")\nnew = {**doc, "status": "X"}\n'
+                      'store.create({"id": 1, "kind": "run", "status": "QUEUED"})\nreply = {"status": "ok"}\n')
+    assert len(state_writes(source)) == 4  # the answer {"status": "ok"} is no document

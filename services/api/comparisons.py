@@ -142,7 +142,7 @@ def comparison_view(context: Context, doc: dict[str, Any]) -> dict[str, Any]:
     for row in doc["snapshots"]:
         evaluation = evaluations.get(row["snapshot"]) or {}
         finished = evaluation.get("status") == EvaluationStatus.SUCCEEDED
-        rows.append({**row, "evaluation": evaluation.get("id"), "status": evaluation.get("status"),
+        rows.append({**row, "evaluation": evaluation.get("id"), "status": evaluation.get("status"),  # read-time view
                      "metrics": metric_columns(evaluation.get("metrics") if finished else None)})
     best = mark_best(rows)
     for row in rows:
@@ -153,4 +153,4 @@ def comparison_view(context: Context, doc: dict[str, Any]) -> dict[str, Any]:
     if failed and EvaluationStatus(status).is_terminal and status != EvaluationStatus.SUCCEEDED:
         detail = "; ".join(f"evaluation {r['evaluation']} of snapshot {r['snapshot']} {r['status'].lower()}: "
                            f"{(evaluations[r['snapshot']].get('detail') or '').strip()}" for r in failed)
-    return {**doc, "status": status, "detail": detail, "rows": rows, "best": best}
+    return {**doc, "status": status, "detail": detail, "rows": rows, "best": best}  # read-time view

@@ -18,8 +18,8 @@ from shared.endpoint_names import find_endpoint, live_named
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
-from shared.states import EndpointPhase, endpoint_transition
-from shared.times import now_iso
+from shared.lifecycle import endpoints as endpoint_lifecycle
+from shared.states import EndpointPhase
 
 
 def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
@@ -49,12 +49,11 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
         "model": spec["model"], "snapshot": spec["snapshot"], "gpus": spec["gpus"], "pool": pool_name,
         "idleTimeout": spec["idleTimeout"], "startTimeout": spec["startTimeout"],
-        "phase": EndpointPhase.QUEUED.value, "address": None, "detail": None,
+        **endpoint_lifecycle.created(),
         # Its serving process answers to the endpoint's id: the base model's name when it serves
         # the base, the adapter's when it serves a snapshot (then the base goes by the catalog id).
         "lastRequestAt": None, "readyAt": None, "servedModel": spec["model"] if spec["snapshot"] else endpoint_id,
         "adapterName": endpoint_id if spec["snapshot"] else None, "stopRequested": False, "process": None,
-        "startingSince": None,
         "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": []},
     })
     if spec["name"]:
@@ -94,9 +93,8 @@ def stop_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
         if phase.is_terminal:
             raise Conflict(f"endpoint {endpoint_id} has already stopped ({phase})", details={"phase": phase})
         if phase == EndpointPhase.QUEUED:
-            doc["phase"] = endpoint_transition(phase, EndpointPhase.TERMINATED).value
-            doc["detail"] = reasons.ENDPOINT_STOPPED_BY_USER
-            doc["stoppedAt"] = now_iso()
+            endpoint_lifecycle.recorded(doc, **endpoint_lifecycle.ended(detail=reasons.ENDPOINT_STOPPED_BY_USER,
+                                                                        failed=False))
             released.append((doc.get("scheduling") or {}).get("claim"))
         else:
             doc["stopRequested"] = True  # the endpoint manager stops its process and ends it

@@ -18,8 +18,8 @@ from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.evaluation_schema import parse_evaluation
 from shared.ids import Kind, new_id
 from shared.rewards import check_rewards
-from shared.states import EndpointPhase, EvaluationStatus, evaluation_transition
-from shared.times import now_iso
+from shared.lifecycle.evaluations import EVALUATIONS
+from shared.states import EndpointPhase, EvaluationStatus
 
 
 def visible_snapshot(context: Context, snapshot_id: str, who: Principal, field: str) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     claims.check(kind="evaluation", pool=pool_name, gpus=spec["gpus"], workload=workload)
     doc = {
         "id": new_id(Kind.EVALUATION), "kind": "evaluation", "workload": workload,
-        "status": EvaluationStatus.QUEUED.value, "detail": None,
+        **EVALUATIONS.created(), "detail": None,
         "model": spec["model"], "snapshot": spec["snapshot"],
         "run": (snap or {}).get("run"), "step": (snap or {}).get("step"),
         "dataset": dataset["id"], "datasetDigest": dataset["digest"], "datasetFormat": dataset["format"],
@@ -124,9 +124,7 @@ def _cancel(context: Context, evaluation_id: str, *, detail: str, by: str) -> di
         if status.is_terminal:
             raise Conflict(reasons.evaluation_ended(evaluation_id, status), details={"status": status})
         if status == EvaluationStatus.QUEUED:
-            doc["status"] = evaluation_transition(status, EvaluationStatus.CANCELLED).value
-            doc["detail"] = detail
-            doc["finishedAt"] = now_iso()
+            EVALUATIONS.apply(doc, EvaluationStatus.CANCELLED, detail=detail)
             released.append((doc.get("scheduling") or {}).get("claim"))
         else:
             doc["cancelRequested"] = True

@@ -81,21 +81,21 @@ class Gateway:
     async def __call__(self, scope: dict, receive, send) -> None:
         path, started = scope["path"], time.perf_counter()
         who: Principal | None = None
-        outcome: dict[str, Any] = {"status": 500}
+        outcome: dict[str, Any] = {"code": 500}
         try:
             who = principal_for(self.context.config, _header(scope, b"authorization"))
             body = _json_object(await self._body(scope, receive), _header(scope, b"content-type"))
             await self._forward(path, body, who, receive, send, outcome)
         except TrainerError as exc:
-            outcome["status"] = exc.status
+            outcome["code"] = exc.status
             await _send_json(send, exc.status, exc.to_dict())
         except _ClientGone:
-            outcome["status"] = 499  # logged only: the client closed the request before it was read
+            outcome["code"] = 499  # logged only: the client closed the request before it was read
         except Exception:
             self.log.exception("unhandled error", path=path)
             if "started" not in outcome:
                 await _send_json(send, Internal.status, Internal(reasons.INTERNAL_ERROR).to_dict())
-        self.log.info("request", method="POST", path=path, status=outcome["status"],
+        self.log.info("request", method="POST", path=path, status=outcome["code"],
                       principal=who.name if who else None, endpoint=outcome.get("endpoint"),
                       ms=round((time.perf_counter() - started) * 1000, 2))  # to the answer's last byte
 
@@ -151,7 +151,7 @@ class Gateway:
             raise BadGateway(reasons.ENDPOINT_PROCESS_UNREACHABLE, details={"endpoint": doc["id"]}) from None
         headers = [(b"content-type", answer.headers.get("content-type", "application/json").encode("latin-1")),
                    (b"x-trainer-endpoint", doc["id"].encode())]
-        outcome["status"] = answer.status
+        outcome["code"] = answer.status
         if data is not None:
             data = rename(data) if rename else data
             outcome["started"] = True
@@ -180,7 +180,7 @@ class Gateway:
         try:
             async for chunk in chunks:
                 if gone.is_set():
-                    outcome["status"] = 499  # logged only: the client closed the request
+                    outcome["code"] = 499  # logged only: the client closed the request
                     return
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})

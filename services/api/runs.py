@@ -16,8 +16,8 @@ from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.plans import parse_plan
 from shared.resolver import resolve
-from shared.states import RunStatus, run_transition
-from shared.times import now_iso
+from shared.lifecycle.runs import RUNS
+from shared.states import RunStatus
 
 
 def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "kind": "run",
         "name": plan.pop("name"),
         "workload": workload,
-        "status": RunStatus.QUEUED.value,
+        **RUNS.created(),
         "detail": None,
         "plan": plan,
         "engine": spec.name,
@@ -109,9 +109,8 @@ def cancel_run(context: Context, run_id: str) -> dict[str, Any]:
         if status.is_terminal:
             raise Conflict(f"run {run_id} has already ended ({status})", details={"status": status})
         if status in (RunStatus.QUEUED, RunStatus.PAUSED):
-            doc["status"] = run_transition(status, RunStatus.CANCELLED).value
-            doc["detail"] = reasons.CANCELLED_WHILE_QUEUED if status == RunStatus.QUEUED else reasons.CANCELLED_BY_USER
-            doc["finishedAt"] = now_iso()
+            RUNS.apply(doc, RunStatus.CANCELLED, detail=reasons.CANCELLED_WHILE_QUEUED
+                       if status == RunStatus.QUEUED else reasons.CANCELLED_BY_USER)
             if doc.get("scheduling"):
                 released.append(doc["scheduling"]["claim"])
         else:
@@ -149,9 +148,8 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
     def requeue(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["status"] != RunStatus.PAUSED:
             raise Conflict(reasons.cannot_resume(run_id, doc["status"]), details={"status": doc["status"]})
-        doc["status"] = run_transition(doc["status"], RunStatus.QUEUED).value
-        doc["scheduling"] = {**(doc.get("scheduling") or {}), "node": None, "devices": []}
-        return doc
+        return RUNS.apply(doc, RunStatus.QUEUED, scheduling={**(doc.get("scheduling") or {}), "node": None,
+                                                             "devices": []})
 
     run = context.store.update(run_id, requeue)
     return queue_for_devices(context, run, kind="run",

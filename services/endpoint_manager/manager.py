@@ -4,8 +4,9 @@ manager carries it out: start, mark ready, restart, fail, stop, release the clai
 
 Only one manager acts for a node at a time: it holds `node:NODE:endpoint-manager` (a token with a
 TTL, renewed every pass); another manager for the same node waits on standby. Every phase change
-is one `Store.update` that applies `endpoint_transition` only if the phase is still the one the
-decision was made on, so a change that raced with another writer is dropped, never forced.
+is one write of the decision's facts (shared/lifecycle/endpoints.py derives the phase from them and
+checks the edge) made only if the phase is still the one the decision was made on, so a change
+that raced with another writer is dropped, never forced.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
-from shared.errors import NotFound
 from shared.keys import Keys
+from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.endpoints import idle_expired
 from shared.load_spec import LoadSpec, load_spec_for
-from shared.states import EndpointPhase, EvaluationStatus, RunStatus, endpoint_transition
+from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.store import Store
 from shared.times import now_iso
 
@@ -188,14 +189,13 @@ class EndpointManager:
             self._start(doc, log)
         elif action is Action.READY:
             address = self._address(doc)
-            moved = self._move(doc, EndpointPhase.READY, address=address, readyAt=doc.get("readyAt") or now_iso(),
-                               managerMissingSince=None)
+            moved = self._record(doc, **endpoint_lifecycle.ready(doc, address), managerMissingSince=None)
             if moved:
                 self.store.add_event(doc["id"], reasons.endpoint_ready(address))
                 log.info("ready", address=address, pid=doc["process"]["pid"])
         elif action is Action.RESTART:
             self._stop_process(doc)
-            moved = self._move(doc, EndpointPhase.STARTING, address=None, startingSince=now_iso())
+            moved = self._record(doc, **endpoint_lifecycle.restarting())
             if moved:
                 self.store.add_event(doc["id"], reasons.ENDPOINT_PROCESS_LOST, level="warn")
                 log.warning("serving process lost; starting it again", pid=(doc.get("process") or {}).get("pid"))
@@ -256,36 +256,21 @@ class EndpointManager:
         return {doc.get("adapterName") or snap["id"]: str(directory)}
 
     def _end(self, doc: dict[str, Any], decision: Decision, log: Any) -> None:
-        moved = self._move(doc, decision.phase, detail=decision.detail, address=None, stoppedAt=now_iso())
-        if moved is None:
+        failed = decision.phase == EndpointPhase.FAILED
+        if self._record(doc, **endpoint_lifecycle.ended(detail=decision.detail, failed=failed)) is None:
             return
         claim_id = (doc.get("scheduling") or {}).get("claim")
         if claim_id:
             self.queue.release(claim_id)
-        failed = decision.phase == EndpointPhase.FAILED
         self.store.add_event(doc["id"], decision.detail, level="error" if failed else "info")
         (log.warning if failed else log.info)("endpoint ended", phase=decision.phase.value, detail=decision.detail)
         self._forget(doc["id"])
 
-    def _move(self, seen: dict[str, Any], target: EndpointPhase, **fields: Any) -> dict[str, Any] | None:
-        """Move the endpoint from the phase it had when the decision was made to `target`; None when
-        its phase changed meanwhile (or it is gone)."""
-        moved = False
-
-        def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-            nonlocal moved
-            if doc["phase"] != seen["phase"]:
-                return None
-            doc["phase"] = endpoint_transition(doc["phase"], target).value
-            doc.update(fields)
-            moved = True
-            return doc
-
-        try:
-            doc = self.store.update(seen["id"], change)
-        except NotFound:
-            return None
-        return doc if moved else None
+    def _record(self, seen: dict[str, Any], **facts: Any) -> dict[str, Any] | None:
+        """Record the facts of a decision, its phase derived from them (shared/lifecycle/endpoints.py),
+        only if the endpoint is still in the phase the decision was made on; None when it moved on
+        meanwhile (or is gone)."""
+        return endpoint_lifecycle.record(self.store, seen["id"], expect={seen["phase"]}, **facts)
 
     def _reap_orphans(self) -> int:
         """Stop the serving processes of this node's endpoints that ended while no manager ran

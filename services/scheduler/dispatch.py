@@ -21,32 +21,21 @@ import structlog
 from shared import reasons
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.config import DeploymentConfig
-from shared.errors import NotFound
-from shared.states import (
-    ClaimState,
-    EndpointPhase,
-    EvaluationStatus,
-    RunStatus,
-    endpoint_transition,
-    evaluation_transition,
-    run_transition,
-)
+from shared.lifecycle import endpoints as endpoint_lifecycle
+from shared.lifecycle import evaluations, runs
+from shared.lifecycle.evaluations import EVALUATIONS
+from shared.lifecycle.runs import RUNS
+from shared.states import ClaimState, EndpointPhase
 from shared.store import Store
-from shared.times import now_iso
 
 from shared.claims.queue import ClaimQueue
 
-# Statuses in which a resource no longer needs devices, from each kind's state machine.
-_RUN_DONE = frozenset(RunStatus.terminal() | {RunStatus.PAUSED})
-_EVALUATION_DONE = EvaluationStatus.terminal()
 # Two schedulers never dispatch one claim at once: the first takes this lock. One that dies
 # holding it delays a re-dispatch by this long, and the re-dispatch checks the broker queue first.
 DISPATCH_LOCK_S = 10
-# Kinds whose work is a Celery task on the node's worker: their status enum and state machine.
-TASK_KINDS = {
-    "run": (RunStatus, run_transition),
-    "evaluation": (EvaluationStatus, evaluation_transition),
-}
+# Kinds whose work is a Celery task on the node's worker: their lifecycle, and the states in which
+# they need no devices any more.
+TASK_KINDS = {"run": (RUNS, runs.DONE), "evaluation": (EVALUATIONS, evaluations.DONE)}
 
 
 granted_sentence = reasons.granted  # kept for callers of the old name
@@ -58,9 +47,8 @@ def needs_no_devices(kind: str, doc: dict[str, Any] | None) -> bool:
         return True
     if kind == "endpoint":
         return doc.get("phase") in EndpointPhase.terminal()
-    if kind == "evaluation":
-        return doc.get("status") in _EVALUATION_DONE
-    return doc.get("status") in _RUN_DONE
+    lifecycle, done = TASK_KINDS.get(kind, TASK_KINDS["run"])
+    return doc.get(lifecycle.field) in done
 
 
 def _bound(log: Any, claim: dict[str, Any]) -> Any:
@@ -69,57 +57,31 @@ def _bound(log: Any, claim: dict[str, Any]) -> Any:
 
 def _start_task(store: Store, claim: dict[str, Any]) -> str:
     """Move the claim's run or evaluation QUEUED -> STARTING. Returns started | resend | gone."""
-    outcome = "gone"
-    status, transition = TASK_KINDS[claim["kind"]]
-
-    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        nonlocal outcome
-        scheduling = doc.get("scheduling") or {}
-        if doc.get("status") == status.QUEUED:
-            outcome = "started"
-            doc["status"] = transition(doc["status"], status.STARTING).value
-            doc["scheduling"] = {
-                **scheduling, "claim": claim["id"], "node": claim["node"],
-                "devices": claim["devices"], "position": None,
-            }
-            return doc
-        if scheduling.get("claim") == claim["id"] and doc.get("status") in (status.STARTING, status.RUNNING):
-            outcome = "resend"  # started before the scheduler stopped, but maybe never sent
-        else:
-            outcome = "gone"
-        return None
-
-    try:
-        store.update(claim["resource"], change)
-    except NotFound:
-        return "gone"
-    return outcome
+    lifecycle, _ = TASK_KINDS[claim["kind"]]
+    scheduling = {"claim": claim["id"], "node": claim["node"], "devices": claim["devices"], "position": None}
+    started = lifecycle.move(store, claim["resource"], lifecycle.states.STARTING, expect={lifecycle.states.QUEUED},
+                             change=lambda doc: {**doc, "scheduling": {**(doc.get("scheduling") or {}), **scheduling}})
+    if started is not None:
+        return "started"
+    doc = store.get(claim["resource"]) or {}
+    if (doc.get("scheduling") or {}).get("claim") == claim["id"] and doc.get(lifecycle.field) in (
+            lifecycle.states.STARTING, lifecycle.states.RUNNING):
+        return "resend"  # started before the scheduler stopped, but maybe never sent
+    return "gone"
 
 
 def _start_endpoint(store: Store, claim: dict[str, Any]) -> str:
     """Move the claim's endpoint QUEUED -> STARTING on the claim's devices; its start timeout runs
     from now. Returns started | resend (already started under this claim) | gone."""
-    outcome = "gone"
-
-    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        nonlocal outcome
-        scheduling = doc.get("scheduling") or {}
-        if doc.get("phase") == EndpointPhase.QUEUED:
-            outcome = "started"
-            doc["phase"] = endpoint_transition(doc["phase"], EndpointPhase.STARTING).value
-            doc["scheduling"] = {**scheduling, "claim": claim["id"], "node": claim["node"],
-                                 "devices": claim["devices"]}
-            doc["startingSince"] = now_iso()
-            return doc
-        started = doc.get("phase") in (EndpointPhase.STARTING, EndpointPhase.READY)
-        outcome = "resend" if started and scheduling.get("claim") == claim["id"] else "gone"
-        return None
-
-    try:
-        store.update(claim["resource"], change)
-    except NotFound:
-        return "gone"
-    return outcome
+    started = endpoint_lifecycle.record(
+        store, claim["resource"], expect={EndpointPhase.QUEUED}, **endpoint_lifecycle.restarting(),
+        change=lambda doc: {**doc, "scheduling": {**(doc.get("scheduling") or {}), "claim": claim["id"],
+                                                  "node": claim["node"], "devices": claim["devices"]}})
+    if started is not None:
+        return "started"
+    doc = store.get(claim["resource"]) or {}
+    granted = doc.get("phase") in (EndpointPhase.STARTING, EndpointPhase.READY)
+    return "resend" if granted and (doc.get("scheduling") or {}).get("claim") == claim["id"] else "gone"
 
 
 def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: dict[str, Any], log: Any) -> bool:

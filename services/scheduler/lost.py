@@ -22,21 +22,20 @@ from typing import Any
 import structlog
 
 from shared import reasons
-from shared.config import DeploymentConfig
-from shared.errors import NotFound
-from shared.ids import Kind, new_id
-from shared.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
-from shared.store import Store
-from shared.times import epoch, iso, now_iso
-
 from shared.claims.queue import ClaimQueue
+from shared.config import DeploymentConfig
+from shared.ids import Kind, new_id
+from shared.lifecycle import evaluations, runs
+from shared.lifecycle.evaluations import EVALUATIONS
+from shared.lifecycle.runs import RUNS
+from shared.store import Store
+from shared.times import epoch, iso
 
 # `leaseSeenAt` is written at most this often per claim, so a pass does not rewrite every claim.
 LEASE_SEEN_WRITE_S = 10.0
-_ACTIVE = ("STARTING", "RUNNING")  # a run's and an evaluation's statuses while a worker holds it
-# Kinds a worker carries out under a lease: their status enum and state machine. An evaluation
-# keeps nothing half-done: re-queued, it scores every row again.
-_LEASED_KINDS = {"run": (RunStatus, run_transition), "evaluation": (EvaluationStatus, evaluation_transition)}
+# Kinds a worker carries out under a lease: their lifecycle and the states in which a worker holds
+# them. An evaluation keeps nothing half-done: re-queued, it scores every row again.
+_LEASED_KINDS = {"run": (RUNS, runs.ACTIVE), "evaluation": (EVALUATIONS, evaluations.ACTIVE)}
 
 
 
@@ -62,11 +61,12 @@ def requeue_lost(
             if doc is None:
                 continue  # the sweep releases claims of vanished runs
             scheduling = doc.get("scheduling") or {}
-            if doc.get("status") == RunStatus.QUEUED and scheduling.get("claim") not in (None, claim["id"]):
+            lifecycle, active = _LEASED_KINDS[claim["kind"]]
+            if doc.get(lifecycle.field) == lifecycle.states.QUEUED and scheduling.get("claim") not in (None, claim["id"]):
                 if queue.get(scheduling["claim"]) is None:  # a re-queue cut short: finish it
                     queue.requeue(claim["id"], new_claim_id=scheduling["claim"])
                 continue
-            if doc.get("status") not in _ACTIVE or scheduling.get("claim") != claim["id"]:
+            if doc.get(lifecycle.field) not in active or scheduling.get("claim") != claim["id"]:
                 continue
             if leased:
                 if now - (epoch(claim.get("leaseSeenAt")) or 0.0) >= LEASE_SEEN_WRITE_S:
@@ -80,30 +80,25 @@ def requeue_lost(
 
 def _give_up(queue: ClaimQueue, store: Store, claim: dict[str, Any], log: Any) -> bool:
     """Move the run (or evaluation) of a lost worker back to QUEUED (or to CANCELLED), then its claim."""
-    new_claim_id, outcome = new_id(Kind.CLAIM), None
-    status, transition = _LEASED_KINDS[claim["kind"]]
+    new_claim_id = new_id(Kind.CLAIM)
+    lifecycle, active = _LEASED_KINDS[claim["kind"]]
+    states = lifecycle.states
 
-    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        nonlocal outcome
-        scheduling = doc.get("scheduling") or {}
-        if doc.get("status") not in _ACTIVE or scheduling.get("claim") != claim["id"]:
-            return None  # another scheduler got there first, or the run moved on
-        if doc.get("cancelRequested"):
-            outcome = "cancelled"
-            doc["status"] = transition(doc["status"], status.CANCELLED).value
+    def target(doc: dict[str, Any]):
+        # A cancel the user asked for while the worker held it ends it; anything else waits again.
+        return states.CANCELLED if doc.get("cancelRequested") else states.QUEUED
+
+    def details(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc[lifecycle.field] == states.CANCELLED:
             doc["detail"] = reasons.worker_lost_cancelled(claim["node"])
-            doc["finishedAt"] = now_iso()
         else:
-            outcome = "requeued"
-            doc["status"] = transition(doc["status"], status.QUEUED).value
             doc["attempts"] = int(doc.get("attempts") or 0) + 1
-            doc["scheduling"] = {**scheduling, "claim": new_claim_id, "node": None, "devices": [], "position": None}
+            doc["scheduling"] = {**(doc.get("scheduling") or {}), "claim": new_claim_id, "node": None, "devices": [],
+                                 "position": None}
         return doc
 
-    try:
-        store.update(claim["resource"], change)
-    except NotFound:
-        return False
+    moved = lifecycle.move(store, claim["resource"], target, expect=active, claim=claim["id"], change=details)
+    outcome = None if moved is None else ("cancelled" if moved[lifecycle.field] == states.CANCELLED else "requeued")
     bound = log.bind(claim=claim["id"], node=claim["node"], **{claim["kind"]: claim["resource"]})
     if outcome == "requeued":
         queue.requeue(claim["id"], new_claim_id=new_claim_id)

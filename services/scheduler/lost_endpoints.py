@@ -30,14 +30,13 @@ from typing import Any
 import structlog
 
 from shared import reasons
-from shared.config import DeploymentConfig
-from shared.errors import NotFound
-from shared.lifecycle.endpoints import start_timed_out
-from shared.states import EndpointPhase, endpoint_transition
-from shared.store import Store
-from shared.times import iso, now_iso
-
 from shared.claims.queue import ClaimQueue
+from shared.config import DeploymentConfig
+from shared.lifecycle import endpoints as endpoint_lifecycle
+from shared.lifecycle.endpoints import start_timed_out
+from shared.states import EndpointPhase
+from shared.store import Store
+from shared.times import iso
 
 
 class LostAction(StrEnum):
@@ -111,28 +110,17 @@ def _apply(queue: ClaimQueue, store: Store, claim: dict[str, Any], *, node: str,
            log: Any) -> bool:
     decision: LostDecision | None = None
 
-    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+    def facts(doc: dict[str, Any]) -> dict[str, Any] | None:
         nonlocal decision
-        decision = None
-        if (doc.get("scheduling") or {}).get("claim") != claim["id"]:
-            return None
         decision = decide_lost(doc, node=node, missing_since=missing_since, now=now)
         if decision is None:
             return None
         if decision.action is LostAction.RESTART:
-            doc["phase"] = endpoint_transition(doc["phase"], EndpointPhase.STARTING).value \
-                if doc["phase"] != EndpointPhase.STARTING else doc["phase"]
-            doc.update(address=None, startingSince=iso(now), managerMissingSince=missing_since)
-        else:
-            doc["phase"] = endpoint_transition(doc["phase"], EndpointPhase.FAILED).value
-            doc.update(address=None, detail=decision.detail, stoppedAt=now_iso())
-        return doc
+            return endpoint_lifecycle.recorded(doc, **endpoint_lifecycle.restarting(iso(now)),
+                                               managerMissingSince=missing_since)
+        return endpoint_lifecycle.recorded(doc, **endpoint_lifecycle.ended(detail=decision.detail, failed=True))
 
-    try:
-        store.update(claim["resource"], change)
-    except NotFound:
-        return False
-    if decision is None:
+    if endpoint_lifecycle.record(store, claim["resource"], claim=claim["id"], change=facts) is None:
         return False
     bound = log.bind(endpoint=claim["resource"], node=node, claim=claim["id"])
     if decision.action is LostAction.RESTART:

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
 from shared import reasons
 from shared.rewards import check_rewards
-from shared.states import EvaluationStatus, evaluation_transition
-from shared.times import now_iso
+from shared.lifecycle.evaluations import EVALUATIONS
+from shared.states import EvaluationStatus
 
 PROGRESS_EVERY_S = 0.5
 CANCEL_CHECK_EVERY_S = 0.5
@@ -47,6 +47,9 @@ class EvaluationReporter:
 
     def update(self, change) -> dict[str, Any]:
         return fenced_update(self.store, self.lease, "evaluation", change)
+
+    def move(self, target: EvaluationStatus, **fields: Any) -> dict[str, Any] | None:
+        return fenced_move(self.store, self.lease, EVALUATIONS, target, **fields)
 
     def event(self, message: str, level: str = "info") -> None:
         self.store.add_event(self.id, message, level=level)
@@ -96,16 +99,9 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
         outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")
 
-    def finish(d: dict[str, Any]) -> dict[str, Any]:
-        d["status"] = evaluation_transition(d["status"], outcome).value
-        d["detail"] = detail
-        d["finishedAt"] = now_iso()
-        if metrics is not None:
-            d["metrics"], d["results"] = metrics, results
-        return d
-
+    scored = {"metrics": metrics, "results": results} if metrics is not None else {}
     try:
-        reporter.update(finish)
+        fenced_move(worker.store, lease, EVALUATIONS, outcome, detail=detail, **scored)
     except LeaseLost:
         return "stopped: lease lost"
     worker.claims().release(claim["id"])
@@ -190,13 +186,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     rows = _read_rows(worker.artifacts.dataset_path(doc["datasetDigest"]))
     max_tokens = int(doc.get("maxTokens") or generator.defaults["max_tokens"])
 
-    def running(d: dict[str, Any]) -> dict[str, Any]:
-        d["status"] = evaluation_transition(d["status"], EvaluationStatus.RUNNING).value
-        d["startedAt"] = d.get("startedAt") or now_iso()
-        d["progress"] = {"rows": 0, "totalRows": len(rows)}
-        return d
-
-    reporter.update(running)
+    reporter.move(EvaluationStatus.RUNNING, progress={"rows": 0, "totalRows": len(rows)})
     reporter.event(f"scoring {len(rows)} row(s) of {doc['dataset']} with {doc['model']}"
                    + (f" and the adapter of {doc['snapshot']}" if doc.get("snapshot") else "")
                    + f" ({spec.dtype} on {spec.device}, greedy, at most {max_tokens} token(s))")

@@ -9,16 +9,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable
 
-from services.trainer_worker.lease import Lease, LeaseLost
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import RunReporter
 from shared import logs, reasons
 from shared.artifacts import ArtifactRoot
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
-from shared.states import EvaluationStatus, RunStatus, run_transition
+from shared.lifecycle.runs import RUNS
+from shared.states import EvaluationStatus, RunStatus
 from shared.store import Store, connect
-from shared.times import now_iso
 
 
 class Worker:
@@ -116,16 +116,8 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
         outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")
 
-    def finish(doc: dict[str, Any]) -> dict[str, Any]:
-        doc["status"] = run_transition(doc["status"], outcome).value
-        doc["detail"] = detail
-        doc["pauseRequested"] = False
-        if outcome != RunStatus.PAUSED.value:
-            doc["finishedAt"] = now_iso()
-        return doc
-
     try:
-        reporter.update_run(finish)
+        fenced_move(worker.store, lease, RUNS, outcome, detail=detail, pauseRequested=False)
     except LeaseLost:
         return "stopped: lease lost"
     worker.claims().release(claim["id"])

@@ -14,6 +14,7 @@ import threading
 import redis
 
 from shared.keys import Keys
+from shared.lifecycle.core import Lifecycle, StaleWriter, fenced
 
 LEASE_TTL_MS = 30_000
 RENEW_EVERY_S = 5.0
@@ -78,13 +79,22 @@ class Lease:
 def fenced_update(store, lease: Lease, kind: str, change):
     """`store.update` of the leased resource that writes only while this worker still holds it: a
     lost lease, or a document stamped with a newer fence, raises LeaseLost and writes nothing."""
-    resource_id = lease.resource_id
+    _check(lease, kind)
+    try:
+        return store.update(lease.resource_id, fenced(change, fence=lease.fence, what=f"{kind} {lease.resource_id}"))
+    except StaleWriter as exc:
+        raise LeaseLost(str(exc)) from None
 
-    def fenced(doc):
-        if doc.get("fence") != lease.fence:
-            raise LeaseLost(f"{kind} {resource_id} now belongs to fence {doc.get('fence')}")
-        return change(doc)
 
+def fenced_move(store, lease: Lease, lifecycle: Lifecycle, target, **kwargs):
+    """The resource's status moved by its lifecycle (shared/lifecycle), fenced like `fenced_update`."""
+    _check(lease, lifecycle.kind)
+    try:
+        return lifecycle.move(store, lease.resource_id, target, fence=lease.fence, **kwargs)
+    except StaleWriter as exc:
+        raise LeaseLost(str(exc)) from None
+
+
+def _check(lease: Lease, kind: str) -> None:
     if lease.lost.is_set():
-        raise LeaseLost(f"lease of {kind} {resource_id} expired")
-    return store.update(resource_id, fenced)
+        raise LeaseLost(f"lease of {kind} {lease.resource_id} expired")

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
-from shared.states import RunStatus, run_transition
+from shared.lifecycle.runs import RUNS
+from shared.states import RunStatus
 from shared.store import Store
 from shared.times import now_iso
 
@@ -47,13 +48,8 @@ class RunReporter:
         self.total_steps = total_steps
         self._started_at = time.monotonic()
 
-        def running(doc):
-            doc["status"] = run_transition(doc["status"], RunStatus.RUNNING).value
-            doc["startedAt"] = doc.get("startedAt") or now_iso()
-            doc["progress"] = {**doc["progress"], "totalSteps": total_steps}
-            return doc
-
-        self.update_run(running)
+        fenced_move(self.store, self.lease, RUNS, RunStatus.RUNNING,
+                    change=lambda doc: {**doc, "progress": {**doc["progress"], "totalSteps": total_steps}})
         self.event(f"training started: {total_steps} steps")
 
     def metrics(self, point: dict[str, Any]) -> None:

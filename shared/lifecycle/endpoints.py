@@ -1,13 +1,106 @@
-"""An endpoint's lifecycle: the rules over its stored facts that the endpoint manager, the scheduler
-and the API all apply, so they never disagree on when an endpoint times out or idles.
+"""An endpoint's phase (shared/states.py `EndpointPhase`) is derived from the facts stored on it,
+as SkyPilot derives a replica's status, and written only here.
+
+Writers record **facts**; `derive_phase` says what phase they make, and `record` stores the facts
+with that phase once the state machine allows the edge:
+
+| fact | recorded by | phase it makes |
+|---|---|---|
+| `stoppedAt` (+ `failed`, `detail`) | API (stop a QUEUED one), endpoint manager (stop, fail), scheduler (no manager within the start timeout) | TERMINATED, or FAILED when `failed` |
+| `address` (+ `readyAt` the first time) | endpoint manager: its serving process answers | READY |
+| `startingSince` | scheduler (grant), endpoint manager (process lost), scheduler (manager lost): `address` cleared | STARTING |
+| none of those | API: create | QUEUED |
+
+A terminal phase is final whatever is recorded later. The rules over the facts that more than one
+service applies (start timeout, idle expiry) are here too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from shared.states import EndpointPhase
-from shared.times import epoch
+from shared.errors import NotFound
+from shared.lifecycle.core import Change
+from shared.states import EndpointPhase, endpoint_transition
+from shared.times import epoch, now_iso
+
+FIELD = "phase"
+GRANTED = frozenset({EndpointPhase.STARTING, EndpointPhase.READY})
+
+
+def created() -> dict[str, Any]:
+    """The phase and facts of a new endpoint: none recorded yet."""
+    return {FIELD: EndpointPhase.QUEUED.value, "address": None, "startingSince": None, "stoppedAt": None,
+            "failed": False, "detail": None}
+
+
+def derive_phase(doc: dict[str, Any]) -> EndpointPhase:
+    """The phase the endpoint's facts make (see the table above)."""
+    stored = EndpointPhase(doc.get(FIELD) or EndpointPhase.QUEUED)
+    if stored.is_terminal:
+        return stored
+    if doc.get("stoppedAt"):
+        return EndpointPhase.FAILED if doc.get("failed") else EndpointPhase.TERMINATED
+    if doc.get("address"):
+        return EndpointPhase.READY
+    # Granted once, an endpoint never waits in the queue again: it keeps its claim while it restarts.
+    if doc.get("startingSince") or stored in GRANTED:
+        return EndpointPhase.STARTING
+    return EndpointPhase.QUEUED
+
+
+def recorded(doc: dict[str, Any], **facts: Any) -> dict[str, Any]:
+    """`doc` (a copy being changed inside a Store.update) with `facts` set and its phase derived
+    from them; IllegalTransition when the state machine has no such edge."""
+    doc.update(facts)
+    phase = derive_phase(doc)
+    if phase != doc.get(FIELD):
+        doc[FIELD] = endpoint_transition(doc[FIELD], phase).value
+    return doc
+
+
+def ended(*, detail: str, failed: bool) -> dict[str, Any]:
+    """The facts of an endpoint that stops: TERMINATED, or FAILED when `failed`."""
+    return {"stoppedAt": now_iso(), "failed": failed, "detail": detail, "address": None}
+
+
+def ready(doc: dict[str, Any], address: str) -> dict[str, Any]:
+    """The facts of an endpoint whose serving process answers at `address`."""
+    return {"address": address, "readyAt": doc.get("readyAt") or now_iso()}
+
+
+def restarting(since: str | None = None) -> dict[str, Any]:
+    """The facts of an endpoint (re)starting its serving process: no address, its start timeout from now."""
+    return {"address": None, "startingSince": since or now_iso()}
+
+
+def record(store: Any, endpoint_id: str, *, expect: Iterable[EndpointPhase | str] | None = None,
+           claim: str | None = None, change: Change | None = None, **facts: Any) -> dict[str, Any] | None:
+    """One write of an endpoint's facts, its phase derived from them. Only while its phase is still
+    one of `expect` and its scheduling names `claim` (each when given): else nothing is written and
+    the answer is None (another writer came first), as for an endpoint that is gone. `change` gets
+    the document after the facts are recorded. Returns the document as written."""
+    wanted = None if expect is None else {str(p) for p in expect}
+    written = False
+
+    def write(doc: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal written
+        written = False
+        if wanted is not None and doc.get(FIELD) not in wanted:
+            return None
+        if claim is not None and (doc.get("scheduling") or {}).get("claim") != claim:
+            return None
+        doc = recorded(doc, **facts)
+        doc = change(doc) if change is not None else doc
+        written = doc is not None
+        return doc
+
+    try:
+        doc = store.update(endpoint_id, write)
+    except NotFound:
+        return None
+    return doc if written else None
 
 
 def idle_since(doc: dict[str, Any]) -> float | None:
