@@ -1,7 +1,17 @@
-"""The artifact root: datasets, models, snapshots and logs on a disk shared by every node.
+"""The artifact store: datasets, models, snapshots, evaluation results and serving logs, shared by
+every node (SPEC 1).
 
-Everything reads and writes artifacts through this small interface, so an S3-like store can
-follow by implementing the same methods.
+Every service reads and writes artifacts through `ArtifactStore`, a small interface over **keys**
+(relative POSIX paths such as `runs/RUN/snapshots/step-000010`): put a directory, get a
+directory, put a file, open a file for reading, list, delete. `ArtifactRoot` implements it on a
+local disk (a volume every node mounts); an S3-like store implements the same methods, keeping
+`get_dir` / `get_file` as local copies in a cache, since libraries (transformers, peft) load models
+and adapters from local paths.
+
+What a process writes as it runs (a trainer's checkpoints, a serving process's log, rollout
+adapters) goes to `scratch(key)`, a local working directory of the node; what others must read is
+then published with `put_dir` / `put_file`. On a local disk the scratch directory is the key's own
+place, so a serving log is readable at its key while it grows; an S3-like store ships it instead.
 """
 
 from __future__ import annotations
@@ -9,41 +19,174 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Protocol
+
+
+class ArtifactStore(Protocol):
+    def put_dir(self, source: Path, key: str, *, move: bool = False) -> str:
+        """Publish a fully written local directory under `key`, replacing what was there: a reader
+        sees the old contents or all of the new, never a part. `move` consumes `source`."""
+
+    def get_dir(self, key: str) -> Path:
+        """A local directory holding what `key` holds (read it, do not change it)."""
+
+    def put_file(self, key: str, data: bytes | BinaryIO) -> str:
+        """Write one file (bytes, or a stream read to its end) at `key`, atomically."""
+
+    def get_file(self, key: str) -> Path:
+        """A local path of the file at `key` (read it, do not change it)."""
+
+    def open(self, key: str) -> BinaryIO:
+        """The file at `key`, opened for reading (FileNotFoundError when there is none)."""
+
+    def exists(self, key: str) -> bool:
+        """Whether a file or a directory is stored at `key`."""
+
+    def list(self, prefix: str) -> list[str]:
+        """The keys of the files under `prefix`, sorted."""
+
+    def delete(self, key: str) -> None:
+        """Remove the file or the directory at `key`; nothing when there is none."""
+
+    def scratch(self, key: str) -> Path:
+        """A local working directory of this node for `key`'s files while a process writes them."""
+
+
+# --- Where each artifact lives: the one place keys are named
+
+def dataset_key(digest: str) -> str:
+    return f"datasets/{digest}.jsonl"
+
+
+def model_key(name: str) -> str:
+    return f"models/{name}"
+
+
+def run_key(run_id: str) -> str:
+    return f"runs/{run_id}"
+
+
+def snapshot_key(run_id: str, step: int) -> str:
+    return f"{run_key(run_id)}/snapshots/step-{step:06d}"
+
+
+def imported_snapshot_key(snapshot_id: str) -> str:
+    return f"imported/{snapshot_id}"
+
+
+def evaluation_rows_key(evaluation_id: str) -> str:
+    return f"evaluations/{evaluation_id}/rows.jsonl"
+
+
+def endpoint_key(endpoint_id: str) -> str:
+    return f"endpoints/{endpoint_id}"
+
+
+def join(key: str, *parts: str) -> str:
+    return str(PurePosixPath(key, *parts))
+
+
+class UnsafeKey(ValueError):
+    """A key that is absolute or climbs out of the store (`..`)."""
 
 
 class ArtifactRoot:
+    """`ArtifactStore` on a local disk (or a volume every node mounts) under `root`."""
+
     def __init__(self, root: Path | str):
         self.root = Path(root).expanduser().resolve()
 
-    def path(self, *parts: str) -> Path:
-        return self.root.joinpath(*parts)
+    def path(self, key: str, *parts: str) -> Path:
+        """The local path of a key. Refuses keys that would leave the root, symlinks included."""
+        relative = PurePosixPath(str(key).replace("\\", "/"), *parts)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise UnsafeKey(f"artifact key {key} is not a relative path inside the store")
+        target = self.root.joinpath(*relative.parts)
+        if not target.resolve().is_relative_to(self.root):
+            raise UnsafeKey(f"artifact key {key} leads outside the store")
+        return target
 
-    def dataset_path(self, digest: str) -> Path:
-        return self.path("datasets", f"{digest}.jsonl")
+    def key(self, path: Path) -> str:
+        """The key of a local path inside the root."""
+        return Path(path).resolve().relative_to(self.root).as_posix()
 
-    def model_dir(self, name: str) -> Path:
-        return self.path("models", name)
+    # --- ArtifactStore
+    def put_dir(self, source: Path, key: str, *, move: bool = False) -> str:
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+        try:
+            if move:
+                try:
+                    os.replace(source, staging)  # one rename on the same filesystem
+                except OSError:  # another filesystem: copy, then drop the source
+                    shutil.rmtree(staging)
+                    shutil.copytree(source, staging)
+                    shutil.rmtree(source)
+            else:
+                shutil.rmtree(staging)
+                shutil.copytree(source, staging, symlinks=False)
+            staging.chmod(0o755)  # mkdtemp makes 0700: every node and service user reads it
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return key
 
-    def run_dir(self, run_id: str) -> Path:
-        return self.path("runs", run_id)
+    def get_dir(self, key: str) -> Path:
+        return self.path(key)
 
-    def snapshot_dir(self, run_id: str, snapshot_id: str) -> Path:
-        return self.run_dir(run_id) / "snapshots" / snapshot_id
-
-    def write_bytes_atomic(self, target: Path, data: bytes) -> Path:
-        """Write a file so that readers see either nothing or all of it."""
+    def put_file(self, key: str, data: bytes | BinaryIO) -> str:
+        target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-        return target
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                if isinstance(data, (bytes, bytearray)):
+                    fh.write(data)
+                else:
+                    shutil.copyfileobj(data, fh)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return key
 
-    def publish_dir(self, staging: Path, target: Path) -> Path:
-        """Move a fully written directory into place in one rename."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-        return target
+    def get_file(self, key: str) -> Path:
+        return self.path(key)
+
+    def open(self, key: str) -> BinaryIO:
+        return self.path(key).open("rb")
+
+    def exists(self, key: str) -> bool:
+        return self.path(key).exists()
+
+    def list(self, prefix: str) -> list[str]:
+        base = self.path(prefix)
+        if base.is_file():
+            return [prefix]
+        if not base.is_dir():
+            return []
+        return sorted(self.key(p) for p in base.rglob("*") if p.is_file() and not p.is_symlink())
+
+    def delete(self, key: str) -> None:
+        target = self.path(key)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
+
+    def scratch(self, key: str) -> Path:
+        directory = self.path(key)
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    # --- shorthands any store has: local copies of the artifacts most code reads
+    def dataset_path(self, digest: str) -> Path:
+        return self.get_file(dataset_key(digest))
+
+    def model_dir(self, name: str) -> Path:
+        return self.get_dir(model_key(name))

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.artifacts import ArtifactRoot
+from shared.artifacts import ArtifactRoot, join, model_key
 from shared.errors import NotFound
 
 METADATA_FILE = "trainer_model.json"
@@ -216,33 +215,32 @@ def _make_readable(directory: Path) -> None:
 
 
 def ensure_builtin(name: str, artifacts: ArtifactRoot) -> Path:
-    """Build the built-in model `name` into the artifact root unless it is there; return its directory.
+    """Build the built-in model `name` into the artifact store unless it is there; return a local
+    directory holding it.
 
     Safe against several processes (or nodes sharing the volume) asking at once: one builds under a
-    file lock into a temporary directory and publishes it with one rename; the others wait and reuse it.
+    file lock in its scratch space and publishes the model with `put_dir`; the others wait and reuse it.
     """
     _spec(name)
-    target = artifacts.model_dir(name)
-    if (target / METADATA_FILE).is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{name}.lock", "w") as lock:
+    key = model_key(name)
+    done = join(key, METADATA_FILE)  # written last by a build: its presence marks a complete one
+    if artifacts.exists(done):
+        return artifacts.get_dir(key)
+    scratch = artifacts.scratch("models")
+    with open(scratch / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if (target / METADATA_FILE).is_file():
-                return target
-            staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{name}-build-"))
-            try:
-                _build(name, staging)
-                _make_readable(staging)
-                if target.exists():  # a half-written leftover from a crashed build without the lock
-                    shutil.rmtree(target)
-                os.replace(staging, target)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+            if not artifacts.exists(done):
+                staging = Path(tempfile.mkdtemp(dir=scratch, prefix=f".{name}-build-"))
+                try:
+                    _build(name, staging)
+                    _make_readable(staging)
+                    artifacts.put_dir(staging, key, move=True)
+                finally:
+                    shutil.rmtree(staging, ignore_errors=True)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    return target
+    return artifacts.get_dir(key)
 
 
 def builtin_metadata(name: str, artifacts: ArtifactRoot) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons
+from shared.artifacts import dataset_key
 from shared.datasets import validate_jsonl
 from shared.errors import Conflict, NotFound, ValidationFailed
 from shared.ids import Kind, new_id
@@ -26,9 +27,8 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str) -
             details={"faults": report.faults, "faultCount": report.fault_count},
         )
     digest = hashlib.sha256(data).hexdigest()
-    path = context.artifacts.dataset_path(digest)
-    if not path.exists():
-        context.artifacts.write_bytes_atomic(path, data)
+    if not context.artifacts.exists(dataset_key(digest)):
+        context.artifacts.put_file(dataset_key(digest), data)
     return context.store.create({
         "id": new_id(Kind.DATASET),
         "kind": "dataset",
@@ -68,7 +68,7 @@ def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[st
     doc = context.store.update(dataset_id, mark)
     twins, _ = context.store.list("ds", where=lambda d: d["digest"] == doc["digest"] and not d.get("deleted"), limit=1)
     if not twins:
-        context.artifacts.dataset_path(doc["digest"]).unlink(missing_ok=True)
+        context.artifacts.delete(dataset_key(doc["digest"]))
     context.store.add_event(dataset_id, "deleted by the user")
     return doc
 

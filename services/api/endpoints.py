@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
@@ -13,6 +12,7 @@ from services.api.branches import readable_of, snapshot_for
 from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
+from shared.artifacts import UnsafeKey
 from shared.config import DEFAULT_WORKLOADS
 from shared.endpoint_names import find_endpoint, live_named
 from shared.endpoint_schema import parse_endpoint
@@ -111,10 +111,10 @@ LOG_LINES_DEFAULT, LOG_LINES_MAX = 100, 10_000
 _TAIL_BLOCK_BYTES = 64 * 1024
 
 
-def _tail(path: Path, lines: int) -> list[str]:
-    """The last `lines` lines of a file, reading backwards by blocks (a serving log grows for as
-    long as the endpoint lives; only its end is read)."""
-    with path.open("rb") as f:
+def _tail(f, lines: int) -> list[str]:
+    """The last `lines` lines of an open file, reading backwards by blocks (a serving log grows for
+    as long as the endpoint lives; only its end is read)."""
+    with f:
         end = f.seek(0, os.SEEK_END)
         data, start = b"", end
         while start > 0 and data.count(b"\n") <= lines:
@@ -138,8 +138,11 @@ def endpoint_log(context: Context, id_or_name: str, *, lines: Any) -> dict[str, 
         raise ValidationFailed(f"lines must be a whole number from 1 to {LOG_LINES_MAX}",
                                details={"field": "lines", "value": lines})
     relative = (doc.get("process") or {}).get("log")
-    path = context.artifacts.path(relative) if relative else None
-    if path is None or not path.is_file():
+    try:
+        log = context.artifacts.open(relative) if relative else None
+    except (FileNotFoundError, IsADirectoryError, UnsafeKey):
+        log = None
+    if log is None:
         raise NotFound(reasons.endpoint_log_missing(endpoint_id, doc["phase"]),
                        details={"endpoint": endpoint_id, "phase": doc["phase"]})
-    return {"endpoint": endpoint_id, "phase": doc["phase"], "log": relative, "lines": _tail(path, count)}
+    return {"endpoint": endpoint_id, "phase": doc["phase"], "log": relative, "lines": _tail(log, count)}

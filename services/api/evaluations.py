@@ -4,8 +4,7 @@ node's trainer worker (services/trainer_worker/evaluation_job.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of
@@ -13,6 +12,7 @@ from services.api.claims import queue_for_devices
 from services.api.context import Context
 from services.api.datasets import visible_dataset
 from shared import reasons
+from shared.artifacts import UnsafeKey
 from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.evaluation_schema import parse_evaluation
@@ -138,14 +138,14 @@ def _cancel(context: Context, evaluation_id: str, *, detail: str, by: str) -> di
     return doc
 
 
-def evaluation_rows(context: Context, evaluation_id: str) -> Path:
-    """The per-row results file of a SUCCEEDED evaluation (409 before that)."""
+def evaluation_rows(context: Context, evaluation_id: str) -> BinaryIO:
+    """The per-row results file of a SUCCEEDED evaluation, opened (409 before that)."""
     doc = get_evaluation(context, evaluation_id)
     if doc["status"] != EvaluationStatus.SUCCEEDED or not doc.get("results"):
         raise Conflict(reasons.evaluation_rows_not_ready(evaluation_id, doc["status"]),
                        details={"status": doc["status"]})
-    path = context.artifacts.path(doc["results"]["path"])
-    if not path.is_file():
-        raise NotFound(f"the per-row results of evaluation {evaluation_id} are missing from the artifact root",
-                       details={"path": doc["results"]["path"]})
-    return path
+    try:
+        return context.artifacts.open(doc["results"]["path"])
+    except (FileNotFoundError, IsADirectoryError, UnsafeKey):
+        raise NotFound(f"the per-row results of evaluation {evaluation_id} are missing from the artifact store",
+                       details={"path": doc["results"]["path"]}) from None

@@ -6,7 +6,7 @@ Two ways in, one registration:
 - a path on the API's own machine (`import_directory`, `--on-server`): for a directory already on
   a filesystem the deployment shares, copied without passing through the client.
 
-The directory must have a valid manifest; it lands in the artifact root (so the snapshot outlives
+The directory must have a valid manifest; it lands in the artifact store (so the snapshot outlives
 the source) and the parts this deployment can read are recorded on the snapshot.
 """
 
@@ -20,10 +20,11 @@ from typing import IO, Any
 
 from services.api.branches import with_readable
 from services.api.context import Context
-from shared.snapshots import MANIFEST_FILE, read_manifest
 from shared import reasons
+from shared.artifacts import imported_snapshot_key
 from shared.errors import ValidationFailed
 from shared.ids import Kind, new_id
+from shared.snapshots import MANIFEST_FILE, read_manifest
 
 
 def import_directory(context: Context, *, path: str, workload: str) -> dict[str, Any]:
@@ -39,9 +40,8 @@ def import_directory(context: Context, *, path: str, workload: str) -> dict[str,
                                details={"field": "path"})
     manifest = read_manifest(source)  # raises ValidationFailed naming the manifest field that is wrong
     snapshot_id = new_id(Kind.SNAPSHOT)
-    target = context.artifacts.path("imported", snapshot_id)
-    shutil.copytree(source, target)
-    return _register(context, snapshot_id, target, manifest, workload=workload, source=str(source))
+    key = context.artifacts.put_dir(source, imported_snapshot_key(snapshot_id))
+    return _register(context, snapshot_id, key, manifest, workload=workload, source=str(source))
 
 
 def import_archive(context: Context, *, archive: IO[bytes], filename: str, workload: str) -> dict[str, Any]:
@@ -49,9 +49,8 @@ def import_archive(context: Context, *, archive: IO[bytes], filename: str, workl
     top-level directory) into the artifact root and register it. Members that would land outside
     the directory, links that point outside it and device files are refused (tarfile's `data`
     filter); a refused archive leaves nothing behind."""
-    incoming = context.artifacts.path("imported")
-    incoming.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=incoming))  # same filesystem: the move is a rename
+    # unpacked in this node's scratch space beside the store (on one filesystem the move is a rename)
+    work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=context.artifacts.scratch("imported")))
     try:
         try:
             with tarfile.open(fileobj=archive, mode="r|*") as tar:  # a stream: read once, never sought
@@ -65,9 +64,8 @@ def import_archive(context: Context, *, archive: IO[bytes], filename: str, workl
         source = _snapshot_root(work / "x", filename)
         manifest = read_manifest(source)
         snapshot_id = new_id(Kind.SNAPSHOT)
-        target = context.artifacts.path("imported", snapshot_id)
-        source.rename(target)
-        return _register(context, snapshot_id, target, manifest, workload=workload, source=f"upload:{filename}")
+        key = context.artifacts.put_dir(source, imported_snapshot_key(snapshot_id), move=True)
+        return _register(context, snapshot_id, key, manifest, workload=workload, source=f"upload:{filename}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -81,7 +79,7 @@ def _snapshot_root(unpacked: Path, filename: str) -> Path:
     raise ValidationFailed(reasons.snapshot_archive_no_manifest(filename), details={"field": "file"})
 
 
-def _register(context: Context, snapshot_id: str, target: Path, manifest: dict[str, Any], *, workload: str,
+def _register(context: Context, snapshot_id: str, key: str, manifest: dict[str, Any], *, workload: str,
               source: str) -> dict[str, Any]:
     # read_manifest fills in a layout-1 directory's parts from the files it holds
     contents = {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")}
@@ -102,6 +100,6 @@ def _register(context: Context, snapshot_id: str, target: Path, manifest: dict[s
         "imported": True,
         "source": source,
         "sourceRun": manifest.get("run"),
-        "path": str(target.relative_to(context.artifacts.root)),
+        "path": key,
         "detail": None,
     }))

@@ -16,12 +16,11 @@ from typing import Any
 
 import redis
 
+from services.endpoint_manager.manager import MANAGER_LEASE_MS, EndpointManager
 from shared import logs
 from shared.config import load_config
 from shared.errors import TrainerError
 from shared.store import connect
-
-from services.endpoint_manager.manager import MANAGER_LEASE_MS, EndpointManager
 
 PASS_EVERY_S = 0.5
 ERROR_BACKOFF_S = 1.0

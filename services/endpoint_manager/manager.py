@@ -22,9 +22,12 @@ from typing import Any
 import redis
 import structlog
 
+from services.endpoint_manager import supervisor
+from services.endpoint_manager.decide import Action, Decision, Probe, decide
 from shared import reasons
-from shared.artifacts import ArtifactRoot
+from shared.artifacts import ArtifactRoot, join
 from shared.catalog import Catalog
+from shared.claims.queue import ClaimQueue
 from shared.config import DeploymentConfig
 from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
@@ -33,10 +36,6 @@ from shared.load_spec import LoadSpec, load_spec_for
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.store import Store
 from shared.times import now_iso
-
-from services.endpoint_manager import supervisor
-from services.endpoint_manager.decide import Action, Decision, Probe, decide
-from shared.claims.queue import ClaimQueue
 
 MANAGER_LEASE_MS = 15_000  # a manager that stops renewing is replaced after this long
 JUDGE_CHECK_EVERY_S = 2.0  # how often an idle judge looks again for runs that use it
@@ -252,7 +251,7 @@ class EndpointManager:
             return None
         snap = self.store.require(doc["snapshot"], "snapshot")
         weights = (snap.get("contents") or {}).get("weights") or {}
-        directory = self.artifacts.path(snap["path"], weights.get("path", "adapter"))
+        directory = self.artifacts.get_dir(join(snap["path"], weights.get("path", "adapter")))
         return {doc.get("adapterName") or snap["id"]: str(directory)}
 
     def _end(self, doc: dict[str, Any], decision: Decision, log: Any) -> None:

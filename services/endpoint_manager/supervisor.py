@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from shared.artifacts import ArtifactRoot
+from shared.artifacts import ArtifactRoot, endpoint_key, join
 from shared.redis_server import free_port
 from shared.times import now_iso
 
@@ -28,7 +28,8 @@ SPEC_FILE, LOG_FILE = "load_spec.json", "server.log"
 
 
 def endpoint_dir(artifacts: ArtifactRoot, endpoint_id: str) -> Path:
-    return artifacts.path("endpoints", endpoint_id)
+    """The endpoint's working directory on this node (its load spec, its serving log)."""
+    return artifacts.scratch(endpoint_key(endpoint_id))
 
 
 def device_kind(devices: list[str]) -> str:
@@ -64,7 +65,7 @@ def start(*, spec: Any, devices: list[str], endpoint_id: str, artifacts: Artifac
     name = getattr(backend, "name", None) or type(backend).__name__
     return Started(popen, {
         "pid": popen.pid, "port": port, "startedAt": now_iso(), "backend": name,
-        "log": str(log_path.relative_to(artifacts.root)), "startTicks": start_ticks(popen.pid),
+        "log": join(endpoint_key(endpoint_id), LOG_FILE), "startTicks": start_ticks(popen.pid),
     })
 
 

@@ -14,17 +14,16 @@ from typing import Any
 
 import redis
 
+from services.scheduler.dispatch import dispatch_granted, sweep
+from services.scheduler.lost import requeue_lost
+from services.scheduler.lost_endpoints import recover_lost_endpoints
 from shared import logs
 from shared.celery_app import make_celery
+from shared.claims.queue import ClaimQueue
 from shared.config import DeploymentConfig, load_config
 from shared.errors import TrainerError
 from shared.keys import Keys
 from shared.store import Store, connect
-
-from services.scheduler.dispatch import dispatch_granted, sweep
-from services.scheduler.lost import requeue_lost
-from services.scheduler.lost_endpoints import recover_lost_endpoints
-from shared.claims.queue import ClaimQueue
 
 WAKEUP_WAIT_S = 1  # the longest a submitted claim waits for a pass
 ERROR_BACKOFF_S = 1.0

@@ -17,17 +17,13 @@ from typing import Any
 
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
 from shared import reasons
+from shared.artifacts import dataset_key, evaluation_rows_key, join
 from shared.rewards import check_rewards
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.states import EvaluationStatus
 
 PROGRESS_EVERY_S = 0.5
 CANCEL_CHECK_EVERY_S = 0.5
-
-
-def rows_path(evaluation_id: str) -> Path:
-    """Where an evaluation's per-row results live, relative to the artifact root."""
-    return Path("evaluations") / evaluation_id / "rows.jsonl"
 
 
 # How long an evaluation waits for its judge endpoint to become READY, and how often it looks.
@@ -176,14 +172,14 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     if doc.get("snapshot"):
         snap = worker.store.require(doc["snapshot"], "snapshot")
         weights = (snap.get("contents") or {}).get("weights") or {}
-        adapters = {snap["id"]: str(worker.artifacts.path(snap["path"], weights.get("path", "adapter")))}
+        adapters = {snap["id"]: str(worker.artifacts.get_dir(join(snap["path"], weights.get("path", "adapter"))))}
     # The same load spec an endpoint over this model and adapter gets (endpoint_manager/manager.py).
     spec = load_spec_for(entry=worker.catalog.raw(doc["model"]), artifacts=worker.artifacts, adapters=adapters,
                          served_model_name=doc["id"], device=use_granted_devices(worker, devices))
     model, tokenizer = load_model(spec)
     generator = Generator(model, tokenizer, spec)
     model_name = next(iter(spec.adapters), spec.served_model_name)
-    rows = _read_rows(worker.artifacts.dataset_path(doc["datasetDigest"]))
+    rows = _read_rows(worker.artifacts.get_file(dataset_key(doc["datasetDigest"])))
     max_tokens = int(doc.get("maxTokens") or generator.defaults["max_tokens"])
 
     reporter.move(EvaluationStatus.RUNNING, progress={"rows": 0, "totalRows": len(rows)})
@@ -196,10 +192,9 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     if scores.stopped:
         return EvaluationStatus.CANCELLED, None, None, reasons.CANCELLED_BY_USER
     reporter.progress(len(scores.rows), len(rows), force=True)
-    relative = rows_path(doc["id"])
-    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in scores.rows).encode()
-    worker.artifacts.write_bytes_atomic(worker.artifacts.path(str(relative)), body)
+    relative = evaluation_rows_key(doc["id"])
+    worker.artifacts.put_file(relative, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in scores.rows).encode())
     if scores.judge_unparsable:
         reporter.event(reasons.evaluation_judge_unparsable(scores.judge_unparsable, doc["judge"]), level="warn")
     reporter.event(reasons.evaluation_succeeded(len(scores.rows), scores.metrics["loss"]))
-    return EvaluationStatus.SUCCEEDED, scores.metrics, {"path": str(relative), "rows": len(scores.rows)}, None
+    return EvaluationStatus.SUCCEEDED, scores.metrics, {"path": relative, "rows": len(scores.rows)}, None

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import RunReporter
 from shared import logs, reasons
-from shared.artifacts import ArtifactRoot
+from shared.artifacts import ArtifactRoot, dataset_key, run_key
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
@@ -137,11 +137,11 @@ def restore_for(worker: Worker, run: dict[str, Any]):
 
     own = worker.store.get(run["latestSnapshot"]) if run.get("latestSnapshot") else None
     if own and (own.get("contents") or {}).get("trainingState"):
-        return Restore(what="trainingState", snapshot_dir=worker.artifacts.path(own["path"]))
+        return Restore(what="trainingState", snapshot_dir=worker.artifacts.get_dir(own["path"]))
     branch = run["plan"].get("restore")
     if branch:
         parent = worker.store.require(branch["snapshot"], "snapshot")
-        return Restore(what=branch["what"], snapshot_dir=worker.artifacts.path(parent["path"]))
+        return Restore(what=branch["what"], snapshot_dir=worker.artifacts.get_dir(parent["path"]))
     return None
 
 
@@ -178,13 +178,13 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         plan=plan,
         engine=run["engine"],
         model_dir=Path(model_dir),
-        dataset_path=worker.artifacts.dataset_path(run["datasetDigest"]),
-        work_dir=worker.artifacts.run_dir(run["id"]),
+        dataset_path=worker.artifacts.get_file(dataset_key(run["datasetDigest"])),
+        work_dir=worker.artifacts.scratch(run_key(run["id"])),
         devices=devices,
         restore=restore_for(worker, run),
         judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix),
         reward_functions=dict(worker.config.reward_functions),
-        validation_path=(worker.artifacts.dataset_path(run["validationDatasetDigest"])
+        validation_path=(worker.artifacts.get_file(dataset_key(run["validationDatasetDigest"]))
                          if run.get("validationDatasetDigest") else None),
     )
     if job.restore is not None:

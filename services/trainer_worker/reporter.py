@@ -91,7 +91,7 @@ class RunReporter:
 
     def snapshot(self, *, step: int, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)
-        relative = str(Path(directory).resolve().relative_to(self.artifacts.root))
+        relative = self.artifacts.key(directory)  # published at its key by the engine (engines/base.py)
         doc = self.store.create({
             "id": snapshot_id,
             "kind": "snapshot",

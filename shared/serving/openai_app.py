@@ -20,8 +20,8 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from shared.serving.generation import Generator, Outcome, SamplingParams
 from shared.errors import TrainerError, ValidationFailed
+from shared.serving.generation import Generator, Outcome, SamplingParams
 
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
 OWNED_BY = "the-trainer"

@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers.utils import logging as hf_logging
 
+    from shared.load_spec import LoadSpec, load_model
     from shared.serving.generation import Generator
     from shared.serving.openai_app import create_app
-    from shared.load_spec import LoadSpec, load_model
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

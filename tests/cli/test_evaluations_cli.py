@@ -44,8 +44,7 @@ def snapshot(context, *, run: str | None = None, step: int = 10, weights: str = 
 
 def finish_as_worker(context, evaluation_id: str, metrics: dict, rows: list[dict]) -> None:
     path = f"evaluations/{evaluation_id}/rows.jsonl"
-    context.artifacts.write_bytes_atomic(context.artifacts.path(path),
-                                         "".join(json.dumps(r) + "\n" for r in rows).encode())
+    context.artifacts.put_file(path, "".join(json.dumps(r) + "\n" for r in rows).encode())
     full = {"rows": len(rows), "loss": None, "perplexity": None, "targetTokens": 0, "exactMatch": None,
             "rewards": {}, "judge": None, "judgeUnparsable": 0, **metrics}
     context.store.update(evaluation_id, lambda d: {**d, "status": "SUCCEEDED", "metrics": full,

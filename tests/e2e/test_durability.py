@@ -129,12 +129,11 @@ def test_import_layout1_and_branch_from_it_with_the_cli(stack, dataset, tmp_path
     import json as json_
     import shutil
 
+    from shared.artifacts import ArtifactRoot
     from shared.plans import parse_plan
+    from shared.tiny_models import ensure_builtin
     from tests.e2e.test_run_through_services import SAMPLE
     from tests.trainer_worker.layout1 import make_layout1_snapshot
-
-    from shared.artifacts import ArtifactRoot
-    from shared.tiny_models import ensure_builtin
 
     plan = parse_plan({**PLAN, "dataset": dataset})
     model_dir = ensure_builtin("tiny-qwen3", ArtifactRoot(stack.artifacts))

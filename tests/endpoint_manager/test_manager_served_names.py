@@ -9,9 +9,9 @@ from __future__ import annotations
 import structlog
 
 from services.api.app import create_app
-from shared.serving.backends import BuiltinBackend, VllmBackend
 from services.endpoint_manager.manager import EndpointManager
 from shared.ids import Kind, new_id
+from shared.serving.backends import BuiltinBackend, VllmBackend
 from shared.store import connect
 from tests.conftest import ADMIN_TOKEN
 from tests.shared.serving.serving import make_adapter

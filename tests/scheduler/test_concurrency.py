@@ -18,10 +18,9 @@ import pytest
 import yaml
 
 from shared.celery_app import node_queue
+from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
 from shared.states import ClaimState, RunStatus
-
-from shared.claims.queue import ClaimQueue
 
 REPO = Path(__file__).resolve().parents[2]
 POOL = {"nodes": [{"name": "n1", "devices": {"kind": "cuda", "count": 4}},

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from services.scheduler.dispatch import dispatch_granted, granted_sentence, sweep
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.states import ClaimState, RunStatus
-
-from services.scheduler.dispatch import dispatch_granted, granted_sentence, sweep
 
 
 def claim_for(queue, run_id, *, gpus=1, pool="default"):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 
-from shared.states import ClaimState, RunStatus
-
 from services.scheduler.lost import requeue_lost
+from shared.states import ClaimState, RunStatus
 
 
 def started_run(queue, store, config, make_run, sender, *, status=RunStatus.RUNNING):

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import time
 
+from services.scheduler.dispatch import dispatch_granted
+from services.scheduler.lost_endpoints import LostAction, decide_lost, recover_lost_endpoints
 from shared.ids import Kind, new_id
 from shared.states import ClaimState, EndpointPhase
 from shared.times import iso
-
-from services.scheduler.dispatch import dispatch_granted
-from services.scheduler.lost_endpoints import LostAction, decide_lost, recover_lost_endpoints
 
 
 def endpoint(queue, store, config, sender, *, phase=EndpointPhase.READY, pool="default", start_timeout_s=30):

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import time
 
-from shared.ids import Kind, new_id
-from shared.states import ClaimState, EvaluationStatus
-
 from services.scheduler.dispatch import dispatch_granted
 from services.scheduler.lost import requeue_lost
+from shared.ids import Kind, new_id
+from shared.states import ClaimState, EvaluationStatus
 
 
 def started_evaluation(queue, store, config, sender):

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import structlog
 
+from services.scheduler.main import run_once
 from shared.celery_app import node_queue
 from shared.states import ClaimState, RunStatus
-
-from services.scheduler.main import run_once
 
 REPO = Path(__file__).resolve().parents[2]
 

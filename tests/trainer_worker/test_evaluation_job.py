@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from shared.claims.queue import ClaimQueue
 from services.trainer_worker import evaluation_job
 from services.trainer_worker.execution import Worker, execute
+from shared.artifacts import dataset_key
+from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
 from tests.conftest import mark_nodes_alive
 
@@ -32,7 +33,7 @@ def granted(worker, config):
     def make(**fields):
         data = json.dumps({"prompt": "Add: 1 + 1", "completion": "2"}).encode() + b"\n"
         digest = "e" * 64
-        worker.artifacts.write_bytes_atomic(worker.artifacts.dataset_path(digest), data)
+        worker.artifacts.put_file(dataset_key(digest), data)
         evaluation_id = new_id(Kind.EVALUATION)
         doc = {"id": evaluation_id, "kind": "evaluation", "status": "QUEUED", "workload": "evaluations",
                "model": "builtin/tiny-qwen3", "snapshot": None, "dataset": "ds-x", "datasetDigest": digest,

@@ -53,6 +53,6 @@ def evaluation_events(evaluation_id: str):
 
 @bp.get("/v1/evaluations/<evaluation_id>/rows")
 def evaluation_rows(evaluation_id: str):
-    path = service.evaluation_rows(ctx(), evaluation_id)
-    return send_file(path, mimetype="application/jsonl", as_attachment=True,
+    rows = service.evaluation_rows(ctx(), evaluation_id)
+    return send_file(rows, mimetype="application/jsonl", as_attachment=True,
                      download_name=f"{evaluation_id}-rows.jsonl")

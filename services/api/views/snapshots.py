@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from pathlib import PurePosixPath
 
 from flask import Blueprint, request, send_file
 
@@ -12,6 +13,7 @@ from services.api.branches import with_readable
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
 from shared import reasons
+from shared.artifacts import UnsafeKey, join
 from shared.errors import NotFound, ValidationFailed
 
 bp = Blueprint("snapshots", __name__)
@@ -72,17 +74,25 @@ def download_adapter(snapshot_id: str):
     weights = (doc.get("contents") or {}).get("weights")
     if not isinstance(weights, dict):  # null, or (stored before manifests were checked) not an object
         raise NotFound(reasons.snapshot_has_no_weights(snapshot_id), details={"id": snapshot_id})
-    snapshot_dir = ctx().artifacts.path(doc["path"]).resolve()
-    adapter_dir = (snapshot_dir / str(weights.get("path") or "adapter")).resolve()
-    files = []
-    if adapter_dir.is_dir() and adapter_dir.is_relative_to(snapshot_dir):  # a stored path may not leave it
-        files = sorted(f for f in adapter_dir.iterdir() if f.is_file() and f.name.startswith("adapter_"))
-    if not files:
+    artifacts = ctx().artifacts
+    keys = []
+    try:
+        adapter = join(doc["path"], str(weights.get("path") or "adapter"))
+        if PurePosixPath(adapter).is_relative_to(PurePosixPath(doc["path"])):  # a stored path may not leave it
+            keys = [k for k in artifacts.list(adapter)
+                    if PurePosixPath(k).parent == PurePosixPath(adapter) and PurePosixPath(k).name.startswith("adapter_")]
+    except UnsafeKey:
+        keys = []
+    if not keys:
         raise NotFound(f"snapshot {snapshot_id} has no adapter files on disk", details={"id": snapshot_id})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for file in files:
-            tar.add(file, arcname=file.name)
+        for key in keys:
+            with artifacts.open(key) as f:
+                info = tarfile.TarInfo(PurePosixPath(key).name)
+                info.size, info.mode = f.seek(0, io.SEEK_END), 0o644
+                f.seek(0)
+                tar.addfile(info, f)
     buffer.seek(0)
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,
                      download_name=f"{snapshot_id}-adapter.tar.gz")

@@ -98,9 +98,9 @@ def test_after_a_release_the_head_of_the_queue_starts_first():
 
 from datetime import UTC, datetime  # noqa: E402
 
+from shared import wait_reasons as why  # noqa: E402
 from shared.claims.grants import decide  # noqa: E402
 from shared.claims.waiting import explain_wait  # noqa: E402
-from shared import wait_reasons as why  # noqa: E402
 
 
 def reasons_of(nodes, held, waiting, quotas):

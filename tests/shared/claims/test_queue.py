@@ -8,11 +8,10 @@ import threading
 import pytest
 
 from shared import reasons
+from shared.claims.queue import ClaimQueue
 from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.states import ClaimState
 from shared.store import connect
-
-from shared.claims.queue import ClaimQueue
 
 
 def submit(queue, resource="run-x", *, pool="default", gpus=1, workload="runs", **more):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import requests
 
-from shared.serving.backends import BuiltinBackend
 from shared.load_spec import LoadSpec
+from shared.serving.backends import BuiltinBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

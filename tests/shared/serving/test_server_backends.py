@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from shared.load_spec import LoadSpec
 from shared.serving import backends
 from shared.serving.backends import BuiltinBackend, VllmBackend, choose_backend
-from shared.load_spec import LoadSpec
 
 SPEC = LoadSpec(model="Qwen/Qwen3-8B", model_dir="/models/qwen3-8b", dtype="bf16",
                 generation_config={"do_sample": True, "temperature": 0.6, "top_p": 0.95, "top_k": 20},
