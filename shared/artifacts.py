@@ -26,7 +26,8 @@ from typing import BinaryIO, Protocol
 class ArtifactStore(Protocol):
     def put_dir(self, source: Path, key: str, *, move: bool = False) -> str:
         """Publish a fully written local directory under `key`, replacing what was there: a reader
-        sees the old contents or all of the new, never a part. `move` consumes `source`."""
+        finds the old directory, none for an instant, or all of the new one, never a part of one.
+        `move` consumes `source`."""
 
     def get_dir(self, key: str) -> Path:
         """A local directory holding what `key` holds (read it, do not change it)."""
@@ -128,9 +129,13 @@ class ArtifactRoot:
                 shutil.rmtree(staging)
                 shutil.copytree(source, staging, symlinks=False)
             staging.chmod(0o755)  # mkdtemp makes 0700: every node and service user reads it
-            if target.exists():
-                shutil.rmtree(target)
+            old = None
+            if target.exists():  # renamed away whole, then dropped: never deleted file by file in place
+                old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-old-"))
+                os.replace(target, old / "x")
             os.replace(staging, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return key
