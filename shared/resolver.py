@@ -16,7 +16,7 @@ from shared import reasons
 from shared.config import Pool
 from shared.engines import ALL_RESTORES, ENGINES, RESTORE_NONE, EngineSpec
 from shared.errors import Unprocessable
-from shared.plans import AdapterSchema, HyperparametersSchema
+from shared.plans import AdapterSchema, HyperparametersSchema, plan_default
 
 
 def _restore_kind(plan: dict[str, Any]) -> str:
@@ -166,7 +166,6 @@ LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
 OTHER_MODULE_WIDTH = 2.0
 RECOMPUTED_LAYER_TENSORS = 16
 RUNTIME_GIB = 0.5
-DEFAULT_SEQ_LENGTH = 512  # the plan schema's default maxSeqLength
 
 
 def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
@@ -179,13 +178,13 @@ def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def lora_parameters(adapter: dict[str, Any], *, hidden: int, layers: int) -> int:
-    targets = adapter.get("targetModules") or "all-linear"
+    targets = adapter.get("targetModules") or plan_default("adapter", "targetModules")
     if targets == "all-linear":
         targets = list(LORA_WIDTHS)
     elif isinstance(targets, str):
         targets = [targets]
     width = sum(LORA_WIDTHS.get(name, OTHER_MODULE_WIDTH) for name in targets)
-    return int(int(adapter.get("rank") or 8) * layers * width * hidden)
+    return int(int(adapter.get("rank") or plan_default("adapter", "rank")) * layers * width * hidden)
 
 
 def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float | None:
@@ -195,9 +194,13 @@ def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float
     precision = plan["precision"]
     hidden, layers, vocab = model_shape(model)
     hp = plan.get("hyperparameters") or {}
-    gpus = int((plan.get("execution") or {}).get("gpus") or 1)
-    micro_batch = max(1, int(hp.get("batchSize") or 8) // (gpus * int(hp.get("gradientAccumulation") or 1)))
-    seq = int(hp.get("maxSeqLength") or DEFAULT_SEQ_LENGTH)
+
+    def hyper(name: str) -> int:  # a plan made by hand (the startable list's) may leave some out
+        return int(hp.get(name) or plan_default("hyperparameters", name))
+
+    gpus = int((plan.get("execution") or {}).get("gpus") or plan_default("execution", "gpus"))
+    micro_batch = max(1, hyper("batchSize") // (gpus * hyper("gradientAccumulation")))
+    seq = hyper("maxSeqLength")
     weights = float(model["parameters"]) * BYTES_PER_PARAMETER[precision]
     adapter = lora_parameters(plan.get("adapter") or {}, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
     activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)
