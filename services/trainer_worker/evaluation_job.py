@@ -17,6 +17,7 @@ from typing import Any
 
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from shared import reasons
+from shared.datasets import read_rows
 from shared.rewards import check_rewards
 from shared.states import EvaluationStatus, evaluation_transition
 from shared.times import now_iso
@@ -156,8 +157,8 @@ class JudgeNotReady(Exception):
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """Every row of the dataset as written (shared/datasets.py reads it; `engines.evaluate` interprets it)."""
+    return [row.fields for row in read_rows(path)]
 
 
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):

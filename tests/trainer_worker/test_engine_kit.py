@@ -1,5 +1,6 @@
 """What the engines share (engines/kit.py): the defaults an engine falls back to for a plan that
-lacks a field (the plan schema's own) and the LoRA config."""
+lacks a field (the plan schema's own), the LoRA config, and each engine's view of dataset rows
+(shared/datasets.py reads them)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import json
 import pytest
 
 from services.trainer_worker.engines.base import TrainingJob
-from services.trainer_worker.engines.grpo import grpo_config
+from services.trainer_worker.engines.evaluate import prepare
+from services.trainer_worker.engines.grpo import grpo_config, load_prompt_rows
 from services.trainer_worker.engines.kit import lora_config, setting, trainer_arguments
-from services.trainer_worker.engines.sft import run_sft, sft_config
+from services.trainer_worker.engines.sft import load_rows, run_sft, sft_config
+from services.trainer_worker.evaluation_job import _read_rows
+from shared.datasets import row_prompt, row_reference
 from shared.plans import parse_plan, plan_default
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
@@ -65,3 +69,35 @@ def test_an_alpha_of_one_half_reaches_the_adapter_as_one_half(model_dir, tmp_pat
     run_sft(job, RecordingReporter())
     saved = json.loads((job.snapshot_dir(1) / "adapter" / "adapter_config.json").read_text())
     assert saved["lora_alpha"] == 0.5 and saved["r"] == 8
+
+
+ROWS = [
+    {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q1"},
+                  {"role": "assistant", "content": "a1"}], "level": 1},
+    {"prompt": "q2", "completion": "a2", "level": 2},
+    {"prompt": [{"role": "user", "content": "q3"}], "answer": "a3", "level": 3},
+]
+
+
+def _write(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    return path
+
+
+@pytest.mark.parametrize("row", ROWS, ids=["chat", "completion", "prompt"])
+def test_every_engine_reads_a_rows_prompt_and_reference_alike(row, tmp_path):
+    path = _write(tmp_path / "rows.jsonl", [row])
+    prompt, reference = row_prompt(row), row_reference(row)
+    grpo = load_prompt_rows(path)[0]
+    assert (grpo["prompt"], grpo["answer"], grpo["level"]) == (prompt, reference, row["level"])
+    evaluated = prepare(_read_rows(path))[0]
+    assert (evaluated.prompt, evaluated.reference, evaluated.row) == (prompt, reference, row)
+    if "answer" not in row:  # SFT trains on the row's messages, or its prompt and completion, as written
+        assert load_rows(path) == [{k: row[k] for k in ("messages", "prompt", "completion") if k in row}]
+
+
+def test_grpo_keeps_every_column_a_reward_reads(tmp_path):
+    rows = load_prompt_rows(_write(tmp_path / "rows.jsonl", [
+        {"prompt": "p1", "answer": "a1", "level": 1}, {"prompt": "p2", "completion": "c2", "answer": "given"}]))
+    assert rows == [{"prompt": "p1", "answer": "a1", "level": 1},
+                    {"prompt": "p2", "answer": "given", "level": None}]  # a row's own answer wins

@@ -48,6 +48,7 @@ from services.trainer_worker.engines.kit import (
 )
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from shared import reasons
+from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
 from shared.errors import ValidationFailed
 from shared.plans import plan_default
 from shared.rewards import check_rewards
@@ -59,35 +60,31 @@ REFERENCE_ADAPTER = "ref"  # TRL's name for the frozen copy of an inherited adap
 _SEED_STRIDE = 100_003
 
 
-def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
-    """A GRPO dataset's rows: `prompt` (text or messages) plus whatever fields rewards read.
+# What each format's prompt and answer are read from: gone from GRPO's view of the row.
+_READ_FROM = {CHAT: "messages", COMPLETION: "completion"}
 
-    A `prompt` + `completion` row keeps its completion as `answer` (unless it has one), and a chat
-    row is prompted with its messages before the last assistant message, which becomes `answer`:
-    so `exact_match` works on any of the three formats.
+
+def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
+    """GRPO's view of a dataset (shared/datasets.py reads it): each row's `prompt` (text or
+    messages) and `answer`, plus whatever other fields rewards read.
+
+    A chat row is prompted with its messages before the last assistant message, and a completion
+    row with its prompt; the row's reference (that message, the completion) becomes its `answer`
+    unless it has one, so `exact_match` works on any of the three formats.
     """
     rows = []
-    with open(dataset_path) as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if "messages" in row:
-                messages = list(row.pop("messages"))
-                last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
-                if last is not None:
-                    row.setdefault("answer", messages[last].get("content"))
-                    messages = messages[:last]
-                if not messages:
-                    raise ValidationFailed(f"dataset line {number} has no messages before its answer",
-                                           details={"line": number})
-                row["prompt"] = messages
-            elif "prompt" in row:
-                if "completion" in row:
-                    row.setdefault("answer", row.pop("completion"))
-            else:
-                raise ValidationFailed(f"dataset line {number} has no prompt", details={"line": number})
-            rows.append(row)
+    for row in read_rows(dataset_path):
+        if row.format is None:
+            raise ValidationFailed(f"dataset line {row.line} has no prompt", details={"line": row.line})
+        view = {k: v for k, v in row.fields.items() if k != _READ_FROM.get(row.format)}
+        view["prompt"] = row_prompt(row.fields)
+        if row.format == CHAT and not view["prompt"]:
+            raise ValidationFailed(f"dataset line {row.line} has no messages before its answer",
+                                   details={"line": row.line})
+        reference = row_reference(row.fields)
+        if reference is not None:
+            view.setdefault("answer", reference)
+        rows.append(view)
     if not rows:
         raise ValidationFailed("the dataset has no rows")
     columns = sorted({k for r in rows for k in r})

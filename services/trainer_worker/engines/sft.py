@@ -21,7 +21,6 @@ engine sees them as cuda:0..N-1 (cuda:LOCAL_RANK in a rank).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -41,26 +40,24 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
+from shared.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import ValidationFailed
 
 
 def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
-    """Read a JSONL dataset of chat `messages` rows or `prompt` + `completion` rows."""
+    """SFT's view of a dataset (shared/datasets.py reads it): chat rows as their `messages`, or
+    completion rows as their `prompt` + `completion`; one format for the whole file."""
     rows = []
-    with open(dataset_path) as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if "messages" in row:
-                rows.append({"messages": row["messages"]})
-            elif "prompt" in row and "completion" in row:
-                rows.append({"prompt": row["prompt"], "completion": row["completion"]})
-            else:
-                raise ValidationFailed(
-                    f"dataset line {number} has neither messages nor prompt and completion",
-                    details={"line": number},
-                )
+    for row in read_rows(dataset_path):
+        if row.format == CHAT:
+            rows.append({"messages": row.fields["messages"]})
+        elif row.format == COMPLETION:
+            rows.append({"prompt": row.fields["prompt"], "completion": row.fields["completion"]})
+        else:
+            raise ValidationFailed(
+                f"dataset line {row.line} has neither messages nor prompt and completion",
+                details={"line": row.line},
+            )
     if not rows:
         raise ValidationFailed("the dataset has no rows")
     if len({tuple(sorted(r)) for r in rows}) > 1:
