@@ -1,6 +1,6 @@
-"""What the engines share (engines/kit.py): the defaults an engine falls back to for a plan that
-lacks a field (the plan schema's own), the LoRA config, and each engine's view of dataset rows
-(shared/datasets.py reads them)."""
+"""What the engines share (engines/kit.py, engines/__init__.py): which function trains each declared
+engine, the defaults an engine falls back to for a plan that lacks a field (the plan schema's own),
+the LoRA config, and each engine's view of dataset rows (shared/datasets.py reads them)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,29 @@ import json
 
 import pytest
 
+from services.trainer_worker.engines import RUNNERS, engine_function
 from services.trainer_worker.engines.base import TrainingJob
 from services.trainer_worker.engines.evaluate import prepare
-from services.trainer_worker.engines.grpo import grpo_config, load_prompt_rows
+from services.trainer_worker.engines.grpo import grpo_config, load_prompt_rows, run_grpo
 from services.trainer_worker.engines.kit import lora_config, setting, trainer_arguments
 from services.trainer_worker.engines.sft import load_rows, run_sft, sft_config
 from services.trainer_worker.evaluation_job import _read_rows
 from shared.datasets import row_prompt, row_reference
+from shared.engines import ENGINES, methods
 from shared.plans import parse_plan, plan_default
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 MODEL = "builtin/tiny-qwen3"
 EXACT = [{"function": "exact_match"}]
+
+
+def test_every_declared_engine_has_its_function_and_nothing_else_does():
+    runs = {"sft": run_sft, "grpo": run_grpo}
+    for spec in ENGINES:
+        assert engine_function(spec.name) is runs[spec.method]
+    assert set(RUNNERS) == set(methods())
+    with pytest.raises(KeyError, match="this worker has no engine sft-triple"):
+        engine_function("sft-triple")
 
 
 def _job(plan: dict, work_dir, devices: int = 1) -> TrainingJob:
