@@ -1,16 +1,34 @@
-"""Dataset validation on upload (SPEC 2.2).
+"""Dataset rows (SPEC 2.2): validation on upload, and the one reading of a row every engine takes
+its view from.
 
 Accepted rows: chat `messages`; `prompt` + `completion`; for reinforcement, `prompt` (text or
 messages) plus any fields reward functions read. Every fault names its line and field; the first
 20 are reported. A dataset has one format: the format of its first valid row.
+
+What a row says, whoever reads it (SFT trains on it, GRPO prompts with it, an evaluation scores it):
+
+- its **format** (`row_format`): chat, completion or prompt (FORMATS);
+- its **prompt** (`row_prompt`): a chat row's messages before its last assistant message (all of
+  them without one), else its `prompt`;
+- its **reference** (`row_reference`), what a perfect completion says: a chat row's last assistant
+  message, a completion row's completion, a prompt row's `answer` (None where the row gives none).
+
+`read_rows(path)` reads a dataset file line by line as `validate_jsonl` does, so the line numbers an
+engine names are the ones the upload named.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
+from shared.errors import ValidationFailed
+
+# Every row format, in the order sentences name them.
+CHAT, COMPLETION, PROMPT = "chat", "completion", "prompt"
+FORMATS = (CHAT, COMPLETION, PROMPT)
 MAX_FAULTS = 20
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -18,7 +36,7 @@ ROLES = ("system", "user", "assistant", "tool")
 @dataclass
 class DatasetReport:
     rows: int = 0
-    format: str | None = None  # chat | completion | prompt
+    format: str | None = None  # one of FORMATS
     faults: list[dict[str, Any]] = field(default_factory=list)
     fault_count: int = 0
 
@@ -45,13 +63,98 @@ def _messages_faults(messages: Any, field_: str) -> list[tuple[str, str]]:
 
 
 def row_format(row: dict[str, Any]) -> str | None:
+    """chat, completion or prompt; None for a row that is none of them."""
     if "messages" in row:
-        return "chat"
+        return CHAT
     if "prompt" in row and "completion" in row:
-        return "completion"
+        return COMPLETION
     if "prompt" in row:
-        return "prompt"
+        return PROMPT
     return None
+
+
+def split_chat(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """(the messages before the last assistant message, that message's content); without an
+    assistant message, (every message, None)."""
+    messages = list(messages)
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return messages, None
+    return messages[:last], str(messages[last].get("content") or "")
+
+
+def _content(value: Any) -> str | None:
+    """A completion field: a string, or chat messages whose last one's content counts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and isinstance(value[-1], dict):
+        return str(value[-1].get("content") or "")
+    return None
+
+
+def row_prompt(row: dict[str, Any]) -> Any:
+    """What the model is prompted with: text, or a list of chat messages (None: the row has no prompt)."""
+    if row_format(row) == CHAT:
+        return split_chat(row["messages"])[0]
+    return row.get("prompt")
+
+
+def row_reference(row: dict[str, Any]) -> str | None:
+    """What a perfect completion of the row says, if the row says."""
+    fmt = row_format(row)
+    if fmt == CHAT:
+        return split_chat(row["messages"])[1]
+    if fmt == COMPLETION:
+        return _content(row["completion"])
+    answer = row.get("answer")
+    return None if answer is None else str(answer)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a dataset file: its line number (from 1) and its fields as written."""
+
+    line: int
+    fields: dict[str, Any]
+
+    @property
+    def format(self) -> str | None:
+        return row_format(self.fields)
+
+
+def _lines(text: str) -> Iterator[tuple[int, dict[str, Any] | None, tuple[str, str] | None]]:
+    """(line number, row, None) for each non-blank line that is a JSON object, else (line number,
+    None, (field, problem)). Upload validation and every reader of a dataset split lines alike."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, None, ("(line)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(row, dict):
+            yield number, None, ("(line)", "must be a JSON object")
+            continue
+        yield number, row, None
+
+
+def read_rows(path: Path | str) -> list[Row]:
+    """Every row of a JSONL dataset file, whatever its format (each reader refuses what it cannot
+    use, naming the line). Raises ValidationFailed naming the line of one that is not a JSON object."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationFailed(f"the dataset is not UTF-8 text (byte {exc.start})",
+                               details={"line": 1, "field": "(file)"}) from None
+    rows = []
+    for number, row, fault in _lines(text):
+        if fault is not None:
+            field_, problem = fault
+            raise ValidationFailed(f"dataset line {number} {problem}", details={"line": number, "field": field_})
+        rows.append(Row(number, row))
+    return rows
 
 
 def validate_jsonl(data: bytes) -> DatasetReport:
@@ -61,16 +164,9 @@ def validate_jsonl(data: bytes) -> DatasetReport:
     except UnicodeDecodeError as exc:
         report.fault(1, "(file)", f"is not UTF-8 text (byte {exc.start})")
         return report
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            report.fault(number, "(line)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(row, dict):
-            report.fault(number, "(line)", "must be a JSON object")
+    for number, row, fault in _lines(text):
+        if fault is not None:
+            report.fault(number, *fault)
             continue
         fmt = row_format(row)
         if fmt is None:
@@ -82,7 +178,7 @@ def validate_jsonl(data: bytes) -> DatasetReport:
             report.fault(number, "(row)", f"is a {fmt} row, and this dataset's rows are {report.format} rows")
             continue
         faults: list[tuple[str, str]] = []
-        if fmt == "chat":
+        if fmt == CHAT:
             faults = _messages_faults(row["messages"], "messages")
             if not faults and row["messages"][-1].get("role") != "assistant":
                 faults.append(("messages", "must end with an assistant message to train on"))
@@ -92,7 +188,7 @@ def validate_jsonl(data: bytes) -> DatasetReport:
                 faults = _messages_faults(prompt, "prompt")
             elif not isinstance(prompt, str) or not prompt:
                 faults.append(("prompt", "must be a non-empty string or a list of messages"))
-            if fmt == "completion" and not isinstance(row["completion"], str):
+            if fmt == COMPLETION and not isinstance(row["completion"], str):
                 faults.append(("completion", "must be a string"))
         for field_, problem in faults:
             report.fault(number, field_, problem)

@@ -2,15 +2,17 @@
 OpenAPI document and the CLI help come from the same declaration.
 
 `parse_plan(body)` validates a request body and returns the plan with every default filled in,
-or raises ValidationFailed naming each field that is wrong.
+or raises ValidationFailed naming each field that is wrong. `plan_default(*path)` is such a
+default, for code that reads a plan stored before one of its fields existed.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
-from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields, missing, validate, validates_schema
 
 from shared import reasons
 from shared.errors import ValidationFailed
@@ -19,6 +21,8 @@ from shared.rewards import ENTRY_KEYS
 METHODS = ("sft", "grpo")
 PRECISIONS = ("fp32", "bf16", "fp16")
 RESTORE_KINDS = ("weights", "trainingState")
+# A plan that gives neither maxSteps nor epochs trains one pass over its dataset.
+EPOCHS_WITHOUT_MAX_STEPS = 1.0
 
 
 class ExecutionSchema(Schema):
@@ -209,10 +213,40 @@ def parse_plan(body: Any) -> dict[str, Any]:
         raise ValidationFailed(f"plan field {first}: {problems[0]}", details={"fields": fields_}) from None
     hp = plan["hyperparameters"]
     if hp["maxSteps"] is None and hp["epochs"] is None:
-        hp["epochs"] = 1.0
+        hp["epochs"] = EPOCHS_WITHOUT_MAX_STEPS
     if plan["method"] == "grpo" and plan["grpo"] is None:
         plan["grpo"] = GrpoSchema().load({})
     return plan
 
 
-__all__ = ["PlanSchema", "parse_plan", "METHODS", "PRECISIONS", "RESTORE_KINDS", "EXCLUDE"]
+@functools.cache
+def _schema() -> Schema:
+    return PlanSchema()  # only its field declarations are read
+
+
+def plan_default(*path: str) -> Any:
+    """What `parse_plan` fills in for the field at `path` when a request leaves it out, from the
+    schema's own `load_default`: `plan_default("hyperparameters", "learningRate")`,
+    `plan_default("precision")`, `plan_default("grpo", "rewards", "weight")` (a list's items).
+
+    For readers of plans stored before a field existed: they fall back to the same default a plan
+    submitted now gets. A field without a default (`model`) raises KeyError naming it."""
+    schema = _schema()
+    field_ = None
+    for depth, name in enumerate(path):
+        if name not in schema.fields:
+            raise KeyError(".".join(path[: depth + 1]))
+        field_ = schema.fields[name]
+        if depth < len(path) - 1:
+            inner = field_.inner if isinstance(field_, fields.List) else field_
+            if not isinstance(inner, fields.Nested):
+                raise KeyError(".".join(path[: depth + 2]))
+            schema = inner.schema
+    default = field_.load_default if field_ is not None else missing
+    if default is missing:
+        raise KeyError(f"plan field {'.'.join(path)} has no default")
+    return default() if callable(default) else default
+
+
+__all__ = ["PlanSchema", "parse_plan", "plan_default", "METHODS", "PRECISIONS", "RESTORE_KINDS", "EXCLUDE",
+           "EPOCHS_WITHOUT_MAX_STEPS"]

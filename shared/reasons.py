@@ -20,6 +20,21 @@ def engine_refused(*, method: str, kl_penalty: float, restores_weights: bool, gp
     return sentence + f" on {gpus} GPU(s)"
 
 
+# How a sentence names the rows of each dataset format (shared/datasets.py FORMATS).
+DATASET_FORMAT_ROWS = {"chat": "chat messages", "completion": "prompt and completion rows", "prompt": "prompt rows"}
+
+
+def dataset_format_refused(*, dataset: str, dataset_format: str, method: str, trains_on: list[str]) -> str:
+    """SPEC 3.1: no engine of the run's method declares the format of its dataset's rows;
+    `trains_on` is the formats they declare, in FORMATS order."""
+    named = [DATASET_FORMAT_ROWS.get(f, f"{f} rows") for f in trains_on]
+    if not named:
+        listed = "no dataset rows in this deployment"
+    else:
+        listed = named[-1] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
+    return f"dataset {dataset} holds {dataset_format} rows; {method} trains on {listed}"
+
+
 def training_state_gpu_mismatch(*, saved_gpus: int, run_gpus: int) -> str:
     """SPEC 3.3: a trainingState restore on another GPU count."""
     return (

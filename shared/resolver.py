@@ -1,5 +1,7 @@
-"""The plan decides (SPEC 3.1): pick the engine that trains a plan, or refuse it with the
-sentence users see. `startable_runs` lists every combination a model can start by asking
+"""The plan decides (SPEC 3.1): pick the engine that trains a plan on a dataset of some format,
+or refuse it with the sentence users see. What engines there are, and what each trains (its
+method, GPU counts, precisions, restores, dataset formats), is read from their declarations in
+shared/engines.py at each call. `startable_runs` lists every combination a model can start by asking
 `resolve` itself, pool by pool, for a plan at the schema's defaults, so `base-models get MODEL`
 and the resolver never disagree.
 
@@ -12,11 +14,12 @@ from __future__ import annotations
 from itertools import product
 from typing import Any
 
-from shared import reasons
+from shared import engines, reasons
 from shared.config import Pool
-from shared.engines import ALL_RESTORES, ENGINES, RESTORE_NONE, EngineSpec
-from shared.errors import Unprocessable
-from shared.plans import AdapterSchema, HyperparametersSchema
+from shared.datasets import FORMATS
+from shared.engines import ALL_RESTORES, RESTORE_NONE, EngineSpec
+from shared.errors import Unprocessable, ValidationFailed
+from shared.plans import AdapterSchema, HyperparametersSchema, plan_default
 
 
 def _restore_kind(plan: dict[str, Any]) -> str:
@@ -33,8 +36,28 @@ def _device_kinds(pool: Pool, gpus: int) -> set[str]:
     return {n.device_kind for n in pool.nodes if n.device_count >= gpus}
 
 
-def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> EngineSpec:
-    """Return the engine that trains `plan` on `model` in `pool`, or raise Unprocessable (422)."""
+def _refuse_the_dataset_format(plan: dict[str, Any], dataset_format: str) -> None:
+    """Refuse (400, naming the dataset) rows that no engine of the plan's method declares it trains on.
+    A method no engine trains is left to the engine refusal, which names what was asked for."""
+    of_method = [spec for spec in engines.ENGINES if spec.method == plan["method"]]
+    declared = {fmt for spec in of_method for fmt in spec.dataset_formats}
+    if not of_method or dataset_format in declared:
+        return
+    raise ValidationFailed(
+        reasons.dataset_format_refused(dataset=plan["dataset"], dataset_format=dataset_format, method=plan["method"],
+                                       trains_on=[fmt for fmt in FORMATS if fmt in declared]
+                                       + sorted(declared - set(FORMATS))),
+        details={"field": "dataset"},
+    )
+
+
+def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool,
+            dataset_format: str | None = None) -> EngineSpec:
+    """Return the engine that trains `plan` on `model` in `pool` over rows of `dataset_format`
+    (shared/datasets.py FORMATS; None: whatever the dataset, as `startable_runs` asks), or raise
+    ValidationFailed (400) for rows no engine of the method trains on, else Unprocessable (422)."""
+    if dataset_format is not None:
+        _refuse_the_dataset_format(plan, dataset_format)
     gpus = plan["execution"]["gpus"]
     precision = plan["precision"]
     if gpus > pool.largest_node_gpus:
@@ -49,8 +72,10 @@ def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> Engin
         )
     _refuse_if_it_cannot_fit(plan, model=model, pool=pool)
     kinds = _device_kinds(pool, gpus)
-    for spec in ENGINES:
+    for spec in engines.ENGINES:
         if gpus not in model["gpuCounts"] or model["modality"] not in spec.modalities:
+            continue
+        if dataset_format is not None and dataset_format not in spec.dataset_formats:
             continue
         if any(
             spec.trains(method=plan["method"], gpus=gpus, precision=precision, kl=_kl(plan),
@@ -99,7 +124,8 @@ def startable_plan(*, method: str, gpus: int, precision: str, kl: bool, restore:
 
 def _accepts(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> EngineSpec | None:
     try:
-        return resolve(plan, model=model, pool=pool)
+        # A model's startable runs are listed before any dataset is chosen: any format.
+        return resolve(plan, model=model, pool=pool, dataset_format=None)
     except Unprocessable:
         return None
 
@@ -115,7 +141,7 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
     model does not declare, or a method no engine trains, is always refused."""
     assumes = startable_assumptions()
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    candidates = product(dict.fromkeys(spec.method for spec in ENGINES), sorted(set(model["gpuCounts"])),
+    candidates = product(dict.fromkeys(spec.method for spec in engines.ENGINES), sorted(set(model["gpuCounts"])),
                          sorted(set(model["precisions"])), (False, True), ALL_RESTORES)
     for method, gpus, precision, kl, restore in candidates:
         plan = startable_plan(method=method, gpus=gpus, precision=precision, kl=kl, restore=restore,
@@ -166,7 +192,6 @@ LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
 OTHER_MODULE_WIDTH = 2.0
 RECOMPUTED_LAYER_TENSORS = 16
 RUNTIME_GIB = 0.5
-DEFAULT_SEQ_LENGTH = 512  # the plan schema's default maxSeqLength
 
 
 def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
@@ -179,13 +204,13 @@ def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def lora_parameters(adapter: dict[str, Any], *, hidden: int, layers: int) -> int:
-    targets = adapter.get("targetModules") or "all-linear"
+    targets = adapter.get("targetModules") or plan_default("adapter", "targetModules")
     if targets == "all-linear":
         targets = list(LORA_WIDTHS)
     elif isinstance(targets, str):
         targets = [targets]
     width = sum(LORA_WIDTHS.get(name, OTHER_MODULE_WIDTH) for name in targets)
-    return int(int(adapter.get("rank") or 8) * layers * width * hidden)
+    return int(int(adapter.get("rank") or plan_default("adapter", "rank")) * layers * width * hidden)
 
 
 def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float | None:
@@ -195,9 +220,13 @@ def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float
     precision = plan["precision"]
     hidden, layers, vocab = model_shape(model)
     hp = plan.get("hyperparameters") or {}
-    gpus = int((plan.get("execution") or {}).get("gpus") or 1)
-    micro_batch = max(1, int(hp.get("batchSize") or 8) // (gpus * int(hp.get("gradientAccumulation") or 1)))
-    seq = int(hp.get("maxSeqLength") or DEFAULT_SEQ_LENGTH)
+
+    def hyper(name: str) -> int:  # a plan made by hand (the startable list's) may leave some out
+        return int(hp.get(name) or plan_default("hyperparameters", name))
+
+    gpus = int((plan.get("execution") or {}).get("gpus") or plan_default("execution", "gpus"))
+    micro_batch = max(1, hyper("batchSize") // (gpus * hyper("gradientAccumulation")))
+    seq = hyper("maxSeqLength")
     weights = float(model["parameters"]) * BYTES_PER_PARAMETER[precision]
     adapter = lora_parameters(plan.get("adapter") or {}, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
     activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)

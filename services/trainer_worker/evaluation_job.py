@@ -18,8 +18,9 @@ from typing import Any
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
 from shared import reasons
 from shared.artifacts import dataset_key, evaluation_rows_key, join
-from shared.rewards import check_rewards
+from shared.datasets import read_rows
 from shared.lifecycle.evaluations import EVALUATIONS
+from shared.rewards import check_rewards
 from shared.states import EvaluationStatus
 
 PROGRESS_EVERY_S = 0.5
@@ -148,8 +149,8 @@ class JudgeNotReady(Exception):
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """Every row of the dataset as written (shared/datasets.py reads it; `engines.evaluate` interprets it)."""
+    return [row.fields for row in read_rows(path)]
 
 
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):

@@ -14,6 +14,7 @@ from typing import Any, Callable, Protocol
 
 from shared import reasons, snapshots
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
+from shared.plans import plan_default
 from shared.snapshots import ADAPTER_DIR, ADAPTER_FILES, TRAINING_STATE_DIR, adapter_dir_of, read_manifest, readable_parts
 
 
@@ -99,8 +100,9 @@ def per_device_batch_size(*, global_batch: int, devices: int, gradient_accumulat
 def snapshot_manifest(job: TrainingJob, *, step: int,
                       training_state_format: str | None = snapshots.TRAINING_STATE_FORMAT) -> dict[str, Any]:
     plan = job.plan
-    return snapshots.manifest(run_id=job.run_id, step=step, method=plan.get("method", "sft"), engine=job.engine,
-                              precision=plan.get("precision", "fp32"), model=plan.get("model"),
+    return snapshots.manifest(run_id=job.run_id, step=step, method=plan.get("method") or plan_default("method"),
+                              engine=job.engine, precision=plan.get("precision") or plan_default("precision"),
+                              model=plan.get("model"),
                               gpus=len(job.devices), training_state_format=training_state_format)
 
 

@@ -3,8 +3,9 @@
 `run_distributed(job, reporter)` starts N rank processes (`python -m
 services.trainer_worker.engines.distributed JOB_FILE`) with the torch.distributed environment
 (MASTER_ADDR/PORT on a free local port, RANK, LOCAL_RANK, WORLD_SIZE); each rank runs the same
-engine function as on one device (`sft.run_sft`, `grpo.run_grpo`), which the HF Trainer turns into DDP: gloo on CPU
-slots, NCCL on CUDA. The global batch stays the plan's (base.per_device_batch_size).
+engine function as on one device (`engine_function`: `sft.run_sft`, `grpo.run_grpo`), which the
+HF Trainer turns into DDP: gloo on CPU slots, NCCL on CUDA. The global batch stays the plan's
+(base.per_device_batch_size).
 
 Only rank 0 talks to the outside, over one local connection to this process:
 
@@ -15,7 +16,7 @@ Only rank 0 talks to the outside, over one local connection to this process:
 
 so the Reporter interface is the same on one device or many, and a stop request lands on the same
 step as on one device. Rank 0 broadcasts each step's stop decision to the other ranks
-(sft._agree_on_stop), so all stop at the same step. Other ranks report nothing; each rank writes
+(kit.agree_on_stop), so all stop at the same step. Other ranks report nothing; each rank writes
 its output to work_dir/ranks/rank-R.log.
 
 If a rank fails, the parent stops every other rank (SIGKILL, then waits for it) and raises

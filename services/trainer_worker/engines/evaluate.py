@@ -1,7 +1,8 @@
 """Scoring for evaluations (SPEC 2.5): plain Python over a model loaded through the shared load spec.
 
 Each row becomes a prompt and, where it has one, a reference (the last assistant message of a chat
-row, the completion of a completion row, the `answer` of a prompt row):
+row, the completion of a completion row, the `answer` of a prompt row), as shared/datasets.py reads
+every row:
 
 - **loss / perplexity**: the mean negative log-likelihood of the reference's tokens after the
   prompt (teacher forcing), averaged over every target token of the dataset; perplexity = exp(loss).
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared import rewards as reward_functions
+from shared.datasets import row_prompt, row_reference
 
 EXACT_MATCH = "exact_match"
 # exp() of more overflows a float; a loss that high reads as "no better than noise" anyway.
@@ -51,30 +53,13 @@ class Scores:
     judge_unparsable: int = 0
 
 
-def _content(value: Any) -> str | None:
-    """A completion field: a string, or chat messages whose last one's content counts."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and isinstance(value[-1], dict):
-        return str(value[-1].get("content") or "")
-    return None
-
-
 def prepare(rows: list[dict[str, Any]]) -> list[Prepared]:
+    """The evaluation's view of each row: its prompt and reference as shared/datasets.py reads them
+    (a row without a prompt is prompted with nothing)."""
     prepared = []
     for i, row in enumerate(rows):
-        if "messages" in row:
-            messages = list(row["messages"])
-            last = max((j for j, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
-            if last is None:
-                prepared.append(Prepared(i, messages, None, row))
-            else:
-                prepared.append(Prepared(i, messages[:last], str(messages[last].get("content") or ""), row))
-        elif "completion" in row:
-            prepared.append(Prepared(i, row["prompt"], _content(row["completion"]), row))
-        else:
-            answer = row.get("answer")
-            prepared.append(Prepared(i, row.get("prompt", ""), None if answer is None else str(answer), row))
+        prompt = row_prompt(row)
+        prepared.append(Prepared(i, "" if prompt is None else prompt, row_reference(row), row))
     return prepared
 
 

@@ -2,9 +2,9 @@
 one device; "grpo-ddp" runs it in every rank of a multi-device run (engines.distributed), where
 each rank has its own rollout server and rank 0 reports.
 
-Built like the SFT engine (engines/sft.py): the HF Trainer trains, and a callback derived from
-sft.ReporterCallback sends metrics, honours cancel and pause and turns every HF checkpoint into a
-layout-2 snapshot, so snapshots, branches, pause and resume behave as for SFT.
+Built from the same kit as the SFT engine (engines/kit.py): the HF Trainer trains, and a callback
+derived from kit.ReporterCallback sends metrics, honours cancel and pause and turns every HF
+checkpoint into a layout-2 snapshot, so snapshots, branches, pause and resume behave as for SFT.
 
 What is GRPO's own:
 
@@ -34,17 +34,23 @@ from typing import Any
 
 from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult
 from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
-from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
-from services.trainer_worker.engines.sft import (
+from services.trainer_worker.engines.kit import (
     ReporterCallback,
-    _lora_config,
-    _restore_phrase,
+    bind_callback,
     finish_training,
     load_for_training,
+    lora_config,
+    quiet_progress,
+    restore_phrase,
+    setting,
     trainer_arguments,
+    without_printer,
 )
+from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from shared import reasons
+from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
 from shared.errors import ValidationFailed
+from shared.plans import plan_default
 from shared.rewards import check_rewards
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
@@ -54,35 +60,31 @@ REFERENCE_ADAPTER = "ref"  # TRL's name for the frozen copy of an inherited adap
 _SEED_STRIDE = 100_003
 
 
-def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
-    """A GRPO dataset's rows: `prompt` (text or messages) plus whatever fields rewards read.
+# What each format's prompt and answer are read from: gone from GRPO's view of the row.
+_READ_FROM = {CHAT: "messages", COMPLETION: "completion"}
 
-    A `prompt` + `completion` row keeps its completion as `answer` (unless it has one), and a chat
-    row is prompted with its messages before the last assistant message, which becomes `answer`:
-    so `exact_match` works on any of the three formats.
+
+def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
+    """GRPO's view of a dataset (shared/datasets.py reads it): each row's `prompt` (text or
+    messages) and `answer`, plus whatever other fields rewards read.
+
+    A chat row is prompted with its messages before the last assistant message, and a completion
+    row with its prompt; the row's reference (that message, the completion) becomes its `answer`
+    unless it has one, so `exact_match` works on any of the three formats.
     """
     rows = []
-    with open(dataset_path) as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if "messages" in row:
-                messages = list(row.pop("messages"))
-                last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
-                if last is not None:
-                    row.setdefault("answer", messages[last].get("content"))
-                    messages = messages[:last]
-                if not messages:
-                    raise ValidationFailed(f"dataset line {number} has no messages before its answer",
-                                           details={"line": number})
-                row["prompt"] = messages
-            elif "prompt" in row:
-                if "completion" in row:
-                    row.setdefault("answer", row.pop("completion"))
-            else:
-                raise ValidationFailed(f"dataset line {number} has no prompt", details={"line": number})
-            rows.append(row)
+    for row in read_rows(dataset_path):
+        if row.format is None:
+            raise ValidationFailed(f"dataset line {row.line} has no prompt", details={"line": row.line})
+        view = {k: v for k, v in row.fields.items() if k != _READ_FROM.get(row.format)}
+        view["prompt"] = row_prompt(row.fields)
+        if row.format == CHAT and not view["prompt"]:
+            raise ValidationFailed(f"dataset line {row.line} has no messages before its answer",
+                                   details={"line": row.line})
+        reference = row_reference(row.fields)
+        if reference is not None:
+            view.setdefault("answer", reference)
+        rows.append(view)
     if not rows:
         raise ValidationFailed("the dataset has no rows")
     columns = sorted({k for r in rows for k in r})
@@ -91,18 +93,20 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
 
 def grpo_config(job: TrainingJob):
     """The TRL GRPOConfig this job trains with, derived from the plan alone: the arguments every
-    engine shares (sft.trainer_arguments; on several devices each rank has its own rollout
+    engine shares (kit.trainer_arguments; on several devices each rank has its own rollout
     server) and GRPO's own."""
     from trl import GRPOConfig
 
-    grpo = job.plan.get("grpo") or {}
+    plan = job.plan
+    weight = plan_default("grpo", "rewards", "weight")
     return GRPOConfig(
         **trainer_arguments(job),
-        num_generations=int(grpo.get("numGenerations") or 4),
-        max_completion_length=int(grpo.get("maxCompletionLength") or 64),
-        temperature=float(grpo.get("temperature") if grpo.get("temperature") is not None else 1.0),
-        beta=float(grpo.get("klPenalty") or 0.0),
-        reward_weights=[float(r.get("weight", 1.0)) for r in grpo.get("rewards") or []],
+        num_generations=int(setting(plan, "grpo", "numGenerations")),
+        max_completion_length=int(setting(plan, "grpo", "maxCompletionLength")),
+        temperature=float(setting(plan, "grpo", "temperature")),
+        beta=float(setting(plan, "grpo", "klPenalty")),
+        reward_weights=[float(weight if r.get("weight") is None else r["weight"])
+                        for r in setting(plan, "grpo", "rewards")],
     )
 
 
@@ -124,7 +128,7 @@ class StepClock:
 
 
 class GrpoReporterCallback(ReporterCallback):
-    """sft.ReporterCallback with GRPO's metric points and the KL reference kept in checkpoints."""
+    """kit.ReporterCallback with GRPO's metric points and the KL reference kept in checkpoints."""
 
     def __init__(self, job: TrainingJob, reporter: Reporter, *, clock: StepClock, reward_keys: list[str],
                  beta: float):
@@ -140,9 +144,6 @@ class GrpoReporterCallback(ReporterCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:
             return
-        now = time.monotonic()
-        tokens = state.num_input_tokens_seen
-        elapsed_s = max(now - self._last_time, 1e-9)
         step_s = time.perf_counter() - self.clock.started
         handoff = self.clock.handoff
         handoff_s = handoff.seconds if handoff else 0.0
@@ -152,13 +153,8 @@ class GrpoReporterCallback(ReporterCallback):
             value = logs.get(key)
             return float(value) if value is not None else None
 
-        point = {
-            "step": state.global_step,
-            "loss": float(logs["loss"]),
-            "learningRate": float(logs.get("learning_rate", 0.0)),
-            "gradNorm": number("grad_norm"),
-            "tokensPerSecond": (tokens - self._last_tokens) / elapsed_s,
-            "epoch": float(logs.get("epoch") or state.epoch or 0.0),
+        point = self.step_point(state, logs)  # step, loss, learningRate, gradNorm, tokensPerSecond, epoch
+        point.update({
             "reward": number("reward"),
             "rewardStd": number("reward_std"),
             "rewards": {key: {"mean": number(f"rewards/{key}/mean"), "std": number(f"rewards/{key}/std")}
@@ -172,9 +168,7 @@ class GrpoReporterCallback(ReporterCallback):
             # what is left of the step: reference and policy log-probs, backward, optimizer
             "updateSeconds": max(step_s - self.clock.generation_s - handoff_s - reward_s, 0.0),
             "stepSeconds": step_s,
-        }
-        self._last_time, self._last_tokens = now, tokens
-        self.losses.append(point["loss"])
+        })
         if point["reward"] is not None:
             self.rewards.append(point["reward"])
         self.reporter.metrics(point)
@@ -184,15 +178,6 @@ class GrpoReporterCallback(ReporterCallback):
         if state.is_world_process_zero:  # before the barrier in super().on_save: rank 0 publishes
             save_reference(model, checkpoint, beta=self.beta)
         super().on_save(args, state, control, model=model, **kwargs)
-
-
-def _grpo_callback(job, reporter, **kwargs):
-    from transformers import TrainerCallback
-
-    class _Bound(GrpoReporterCallback, TrainerCallback):
-        pass
-
-    return _Bound(job, reporter, **kwargs)
 
 
 # --- The KL reference across checkpoints
@@ -298,13 +283,12 @@ def _rollouts_dir(job: TrainingJob) -> Path:
 
 
 def _check(job: TrainingJob) -> list[dict]:
-    grpo = job.plan.get("grpo") or {}
-    rewards = list(grpo.get("rewards") or [])
+    rewards = list(setting(job.plan, "grpo", "rewards"))
     if not rewards:
         raise ValidationFailed(reasons.GRPO_NEEDS_REWARDS, details={"field": "grpo.rewards"})
     check_rewards(rewards, registered=job.reward_functions, imported=True)
-    hp = job.plan.get("hyperparameters") or {}
-    batch, generations = int(hp.get("batchSize") or 8), int(grpo.get("numGenerations") or 4)
+    batch = int(setting(job.plan, "hyperparameters", "batchSize"))
+    generations = int(setting(job.plan, "grpo", "numGenerations"))
     if batch % generations:
         raise ValidationFailed(reasons.grpo_batch_not_a_multiple(batch_size=batch, generations=generations),
                                details={"field": "hyperparameters.batchSize"})
@@ -319,15 +303,11 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     import os
 
     from datasets import Dataset
-    from datasets.utils import disable_progress_bars
-    from transformers import PrinterCallback
-    from transformers.utils import logging as hf_logging
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
     from trl import GRPOTrainer
 
-    disable_progress_bars()
-    hf_logging.disable_progress_bar()
+    quiet_progress()
 
     plan = job.plan
     rewards = _check(job)
@@ -339,23 +319,22 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     clock = StepClock(reward=RewardClock())
     reward_functions = trl_reward_functions(rewards, registered=job.reward_functions,
                                             judge_address=job.judge_address, reporter=reporter, clock=clock.reward)
-    callback = _grpo_callback(job, reporter, clock=clock, reward_keys=[f.__name__ for f in reward_functions],
-                              beta=args.beta)
-    server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=plan.get("precision", "fp32"),
+    callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
+                             reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
+    server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
                            devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job))
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 temperature=args.temperature, seed=args.seed)
-    trainer = GRPOTrainer(
+    trainer = without_printer(GRPOTrainer(
         model=model,
         reward_funcs=reward_functions,
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=_lora_config(plan) if restored is None else None,
+        peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
         rollout_func=rollout,
-    )
-    trainer.remove_callback(PrinterCallback)
+    ))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:
@@ -367,12 +346,12 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
         server.start(peft_model, step=int(restored.manifest["step"]) if restored and restored.checkpoint else 0)
         reporter.event(
             f"training {plan.get('model')} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
-            f"{int(plan['hyperparameters'].get('batchSize') or 8) // args.num_generations} prompt(s) x "
+            f"{int(setting(plan, 'hyperparameters', 'batchSize')) // args.num_generations} prompt(s) x "
             f"{args.num_generations} completions per step, KL reference {reference}; rollouts from a serving "
             f"process at {server.base_url} (ready in {time.perf_counter() - started:.1f}s)"
-            + _restore_phrase(job, restored)
+            + restore_phrase(restored)
         )
-        trainer.train(resume_from_checkpoint=str(restored.checkpoint) if restored and restored.checkpoint else None)
+        trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
     finally:
         server.stop()
     return finish_training(job, restored, trainer, callback)

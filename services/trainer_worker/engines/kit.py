@@ -1,0 +1,373 @@
+"""What every training engine is built from (sft.py and grpo.py use it alike).
+
+An engine is TRL's trainer for its method over a PEFT LoRA adapter, with one callback that connects
+the HF Trainer to the trainer platform. This module holds the parts that do not depend on the
+method:
+
+- **reading the plan**: `setting(plan, part, field)`, the stored value or, for a plan stored before
+  the field existed, the plan schema's own default (shared/plans.py `plan_default`); engines carry
+  no default numbers of their own;
+- **loading**: `load_for_training` (what the job restores, checked; the tokenizer; the base model
+  in the plan's precision on this process's device, with the inherited adapter when it restores
+  one) and `lora_config` for a fresh adapter;
+- **restore planning**: `plan_restore` / `RestorePlan` and the phrase an engine's first event ends with;
+- **trainer arguments**: `trainer_arguments`, the HF TrainingArguments every engine derives from the plan;
+- **the callback**: `ReporterCallback` (metrics, cancel and pause agreed across ranks, every HF
+  checkpoint published as a layout-2 snapshot), subclassed by each engine, bound to transformers'
+  TrainerCallback by `bind_callback`;
+- **finishing**: `finish_training`.
+
+Importing this loads no torch; the functions that need it import it when they run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from services.trainer_worker.engines.base import (
+    RESTORE_TRAINING_STATE,
+    STOP_CANCEL,
+    STOP_PAUSE,
+    Reporter,
+    TrainingJob,
+    TrainingResult,
+    adapter_dir_of,
+    check_restore,
+    checkpoint_from_snapshot,
+    per_device_batch_size,
+    publish_checkpoint_as_snapshot,
+)
+from shared import reasons
+from shared.models import load_causal_lm, load_tokenizer
+from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, plan_default
+
+# A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
+NEVER = 10**12
+
+
+# --- Reading the plan
+
+
+def setting(plan: dict[str, Any], *path: str) -> Any:
+    """The plan's value at `path` (e.g. "hyperparameters", "learningRate"); where the plan has none
+    (stored before the field existed), the default `parse_plan` gives a plan submitted now."""
+    value: Any = plan
+    for name in path:
+        value = (value or {}).get(name)
+    return plan_default(*path) if value is None else value
+
+
+def every_steps(plan: dict[str, Any], part: str) -> int | None:
+    """`snapshots.everySteps` or `validation.everySteps`: None (the schema's default) means no interval."""
+    value = (plan.get(part) or {}).get("everySteps")
+    return int(value) if value else None
+
+
+def quiet_progress() -> None:
+    """A worker's output is a log file, not a terminal: no progress bars from loading or tokenizing."""
+    from datasets.utils import disable_progress_bars
+    from transformers.utils import logging as hf_logging
+
+    disable_progress_bars()
+    hf_logging.disable_progress_bar()
+
+
+# --- Loading the model, the tokenizer and the adapter
+
+
+def lora_config(plan: dict[str, Any]):
+    """The PEFT LoraConfig of a fresh adapter. Alpha is a float (scaling = alpha / rank), as the plan
+    and PEFT both take it."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=int(setting(plan, "adapter", "rank")),
+        lora_alpha=float(setting(plan, "adapter", "alpha")),
+        lora_dropout=float(setting(plan, "adapter", "dropout")),
+        target_modules=setting(plan, "adapter", "targetModules"),
+        task_type="CAUSAL_LM",
+    )
+
+
+def adapter_differences(plan: dict, inherited: dict) -> list[str]:
+    """How the plan's adapter settings differ from an inherited adapter_config.json, one phrase each.
+
+    targetModules "all-linear" (or unset) is compared by nothing: PEFT stores the module names it
+    expanded to, which the plan cannot name in advance.
+    """
+    adapter = plan.get("adapter") or {}
+    differences = []
+    for field, key, cast in (("rank", "r", int), ("alpha", "lora_alpha", float), ("dropout", "lora_dropout", float)):
+        if adapter.get(field) is not None and cast(adapter[field]) != cast(inherited.get(key)):
+            differences.append(f"{field} {adapter[field]} planned, {inherited.get(key)} inherited")
+    wanted = adapter.get("targetModules")
+    if wanted and wanted != "all-linear":
+        wanted_set = {wanted} if isinstance(wanted, str) else set(wanted)
+        have = inherited.get("target_modules")
+        have_set = {have} if isinstance(have, str) else set(have or ())
+        if wanted_set != have_set:
+            differences.append(
+                f"targetModules {', '.join(sorted(wanted_set))} planned, {', '.join(sorted(have_set))} inherited"
+            )
+    return differences
+
+
+@dataclass
+class RestorePlan:
+    """What a job restores, worked out before any model is loaded."""
+
+    adapter_dir: Path  # from which the PEFT model is built (its own adapter_config.json)
+    checkpoint: Path | None  # for resume_from_checkpoint; None for a weights restore
+    manifest: dict
+
+    @property
+    def resume_from(self) -> str | None:
+        """What the Trainer's `train(resume_from_checkpoint=...)` takes: the rebuilt checkpoint, if any."""
+        return str(self.checkpoint) if self.checkpoint is not None else None
+
+
+def plan_restore(job: TrainingJob) -> RestorePlan | None:
+    """Check the job's restore against its snapshot and say what to load; raises ValueError if it cannot."""
+    manifest = check_restore(job)
+    if manifest is None:
+        return None
+    checkpoint = None
+    if job.restore.what == RESTORE_TRAINING_STATE:
+        # One copy per rank: the ranks of a multi-device run rebuild it side by side.
+        scratch = job.work_dir / "restore" / f"rank-{os.environ.get('RANK', '0')}"
+        checkpoint = checkpoint_from_snapshot(job.restore.snapshot_dir, scratch / f"checkpoint-{manifest['step']}")
+    return RestorePlan(adapter_dir=adapter_dir_of(job.restore.snapshot_dir, manifest), checkpoint=checkpoint,
+                       manifest=manifest)
+
+
+def restore_phrase(restored: RestorePlan | None) -> str:
+    """How an engine's first event ends: what the run continues from, if anything."""
+    if restored is None:
+        return ""
+    step = restored.manifest["step"]
+    if restored.checkpoint is not None:
+        return f", continuing the training state of step {step} (layout {restored.manifest['layout']})"
+    return f", over the adapter of step {step} (layout {restored.manifest['layout']}) with a fresh optimizer"
+
+
+def _inherited_model(model, restored: RestorePlan, plan: dict, reporter: Reporter):
+    """The base model with the snapshot's adapter, trainable, under the adapter's own LoRA config."""
+    from peft import PeftModel
+
+    inherited = json.loads((restored.adapter_dir / "adapter_config.json").read_text())
+    differences = adapter_differences(plan, inherited)
+    if differences:
+        reporter.event(reasons.inherited_adapter_config_used("; ".join(differences)), level="warn")
+    return PeftModel.from_pretrained(model, str(restored.adapter_dir), is_trainable=True)
+
+
+def _device(job: TrainingJob) -> str:
+    if job.devices[0].startswith("cpu"):
+        return "cpu"
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+
+
+def load_for_training(job: TrainingJob, reporter: Reporter):
+    """(restored, tokenizer, model): what the job restores, checked, and the base model in the plan's
+    precision on this process's device, with the inherited adapter when it restores one."""
+    plan = job.plan
+    restored = plan_restore(job)
+    tokenizer = load_tokenizer(job.model_dir)
+    model = load_causal_lm(job.model_dir, setting(plan, "precision"), device=_device(job))
+    if restored is not None:
+        model = _inherited_model(model, restored, plan, reporter)
+    return restored, tokenizer, model
+
+
+# --- The HF TrainingArguments every engine derives
+
+
+def trainer_arguments(job: TrainingJob) -> dict[str, Any]:
+    """The HF TrainingArguments every engine derives from the plan alone (SFT and GRPO alike):
+    the global batch split over devices, the schedule, precision, snapshot interval, DDP backend."""
+    plan = job.plan
+
+    def hyper(name: str) -> Any:
+        return setting(plan, "hyperparameters", name)
+
+    precision = setting(plan, "precision")
+    on_cpu = job.devices[0].startswith("cpu")
+    accumulation = int(hyper("gradientAccumulation"))
+    max_steps, epochs = hyper("maxSteps"), hyper("epochs")
+    return dict(
+        output_dir=str(job.work_dir / "hf"),
+        per_device_train_batch_size=per_device_batch_size(
+            global_batch=int(hyper("batchSize")), devices=len(job.devices), gradient_accumulation=accumulation
+        ),
+        gradient_accumulation_steps=accumulation,
+        learning_rate=float(hyper("learningRate")),
+        max_steps=int(max_steps) if max_steps else -1,  # -1: the Trainer counts epochs
+        # parse_plan gives epochs whenever maxSteps is unset; with maxSteps the Trainer ignores it
+        num_train_epochs=float(epochs) if epochs else EPOCHS_WITHOUT_MAX_STEPS,
+        warmup_steps=int(hyper("warmupSteps")),
+        seed=int(hyper("seed")),
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        use_cpu=on_cpu,
+        activation_checkpointing=not on_cpu,  # a CPU run's models are small; recomputation only slows it
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=every_steps(plan, "snapshots") or NEVER,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        # Several devices (engines.distributed starts one process each): gloo between CPU slots,
+        # NCCL between GPUs. Every LoRA parameter takes part in each step.
+        ddp_backend=("gloo" if on_cpu else "nccl") if len(job.devices) > 1 else None,
+        ddp_find_unused_parameters=False if len(job.devices) > 1 else None,
+    )
+
+
+# --- Stopping together across ranks
+
+# A stop request as one integer, so that rank 0 can broadcast it to the other ranks.
+_STOP_CODES = (None, STOP_CANCEL, STOP_PAUSE)
+
+
+def _distributed() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def agree_on_stop(request: str | None) -> str | None:
+    """Every rank must stop at the same step, or the others hang in the next collective:
+    rank 0's answer is broadcast to all (on one GPU, the answer is the reporter's)."""
+    if not _distributed():
+        return request
+    import torch
+    import torch.distributed as dist
+
+    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
+    code = torch.tensor([_STOP_CODES.index(request)], dtype=torch.int64, device=device)
+    dist.broadcast(code, src=0)
+    return _STOP_CODES[int(code.item())]
+
+
+def barrier() -> None:
+    if _distributed():
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+# --- The callback
+
+
+class ReporterCallback:
+    """Connects the HF Trainer's events to a Reporter: one metrics point per optimizer step, cancel
+    and pause at a step boundary (rank 0 decides, every rank stops), every checkpoint published as a
+    snapshot by rank 0. Engines subclass it for their own points; `bind_callback` makes an instance
+    a transformers TrainerCallback (imported only then)."""
+
+    def __init__(self, job: TrainingJob, reporter: Reporter):
+        self.job = job
+        self.reporter = reporter
+        self.losses: list[float] = []
+        self.stopped_early = False
+        self.paused = False
+        self._last_time = 0.0
+        self._last_tokens = 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last_time = time.monotonic()
+        self._last_tokens = state.num_input_tokens_seen
+        self.reporter.started(total_steps=state.max_steps)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= state.max_steps:
+            return
+        request = agree_on_stop(self.reporter.stop_request() if state.is_world_process_zero else None)
+        if request is None:
+            return
+        self.stopped_early = True
+        control.should_training_stop = True
+        if request == STOP_PAUSE:
+            # The Trainer saves right after this callback (optimizer, scheduler, RNG of every rank,
+            # data position): on_save publishes it as the snapshot the run resumes from.
+            self.paused = True
+            control.should_save = True
+            self.reporter.event(f"pausing at step {state.global_step}: writing a snapshot with training state")
+        else:
+            self.reporter.event(f"stopping at step {state.global_step}: the run was cancelled")
+
+    def step_point(self, state, logs: dict[str, Any]) -> dict[str, Any]:
+        """The metrics every engine reports for a step, from the Trainer's log of it."""
+        now = time.monotonic()
+        tokens = state.num_input_tokens_seen
+        elapsed_s = max(now - self._last_time, 1e-9)
+        point = {
+            "step": state.global_step,
+            "loss": float(logs["loss"]),
+            "learningRate": float(logs.get("learning_rate", 0.0)),
+            "gradNorm": float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
+            "tokensPerSecond": (tokens - self._last_tokens) / elapsed_s,
+            "epoch": float(logs.get("epoch") or state.epoch or 0.0),
+        }
+        self._last_time, self._last_tokens = now, tokens
+        self.losses.append(point["loss"])
+        return point
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs:  # the end-of-training summary has train_loss instead
+            return
+        self.reporter.metrics(self.step_point(state, logs))
+
+    def on_save(self, args, state, control, **kwargs):
+        # The Trainer saves every save_steps, at max_steps and when on_step_end asked for a pause,
+        # not when a callback cancelled: a cancelled run keeps its periodic snapshots and writes no
+        # final one. Every rank writes its own rng_state_R.pth into the checkpoint with no barrier
+        # after it, so all ranks meet here before rank 0 moves the checkpoint into a snapshot.
+        barrier()
+        if not state.is_world_process_zero:
+            return
+        step = state.global_step
+        final = step >= state.max_steps
+        checkpoint = Path(args.output_dir) / f"checkpoint-{step}"
+        directory, manifest = publish_checkpoint_as_snapshot(self.job, checkpoint=checkpoint, step=step)
+        self.reporter.snapshot(step=step, directory=directory, manifest=manifest, final=final)
+
+
+def bind_callback(cls: type[ReporterCallback], *args, **kwargs):
+    """An instance of `cls` that is also a transformers TrainerCallback (imported here, not at import)."""
+    from transformers import TrainerCallback
+
+    bound = type(cls.__name__, (cls, TrainerCallback), {})
+    return bound(*args, **kwargs)
+
+
+def without_printer(trainer):
+    """The trainer without transformers' PrinterCallback, which prints every log line to stdout."""
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
+# --- Finishing
+
+
+def finish_training(job: TrainingJob, restored: RestorePlan | None, trainer,
+                    callback: ReporterCallback) -> TrainingResult:
+    """Drop the checkpoint rebuilt for a restore (the snapshot stays) and say how training went."""
+    if restored is not None and restored.checkpoint is not None and job.work_dir in restored.checkpoint.parents:
+        shutil.rmtree(restored.checkpoint, ignore_errors=True)
+    losses = callback.losses
+    return TrainingResult(
+        final_step=trainer.state.global_step,
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        stopped_early=callback.stopped_early,
+        paused=callback.paused,
+    )
