@@ -211,3 +211,20 @@ def test_the_one_writer_rule_sees_each_way_of_writing(tmp_path):
     source.write_text('doc["status"] = "RUNNING"\ndoc.update(phase="READY")\nnew = {**doc, "status": "X"}\n'
                       'store.create({"id": 1, "kind": "run", "status": "QUEUED"})\nreply = {"status": "ok"}\n')
     assert len(state_writes(source)) == 4  # the answer {"status": "ok"} is no document
+
+
+def test_artifacts_are_reached_only_through_the_store_interface():
+    """Nothing outside shared/artifacts.py uses the local disk's own paths of the artifact store
+    (`.path`, `.root`, `.key`): every read and write goes through the ArtifactStore methods, so an
+    S3-like store can replace the disk."""
+    found = []
+    for folder in ("services", "shared", "training_cli"):
+        for path in python_files(folder):
+            if path == REPO / "shared" / "artifacts.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and node.attr in ("path", "root", "key"):
+                    owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+                    if owner == "artifacts":
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno} uses {owner}.{node.attr}")
+    assert found == [], "\n".join(found)

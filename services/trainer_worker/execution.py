@@ -12,7 +12,7 @@ from typing import Any, Callable
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import RunReporter
 from shared import logs, reasons
-from shared.artifacts import ArtifactRoot, dataset_key, run_key
+from shared.artifacts import ArtifactRoot, dataset_key, join, run_key
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
@@ -186,6 +186,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         reward_functions=dict(worker.config.reward_functions),
         validation_path=(worker.artifacts.get_file(dataset_key(run["validationDatasetDigest"]))
                          if run.get("validationDatasetDigest") else None),
+        artifacts=worker.artifacts,
+        snapshot_prefix=join(run_key(run["id"]), "snapshots"),
     )
     if job.restore is not None:
         reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")

@@ -89,9 +89,8 @@ class RunReporter:
         self.store.add_event(self.run_id, message, level=level)
         getattr(self.log, "warning" if level == "warn" else level, self.log.info)(message)
 
-    def snapshot(self, *, step: int, directory: Path, manifest: dict[str, Any], final: bool) -> None:
+    def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)
-        relative = self.artifacts.key(directory)  # published at its key by the engine (engines/base.py)
         doc = self.store.create({
             "id": snapshot_id,
             "kind": "snapshot",
@@ -107,7 +106,7 @@ class RunReporter:
             "contents": {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")},
             "final": final,
             "imported": False,
-            "path": relative,
+            "path": key,
             "detail": None,
         })
         self.store.redis.zadd(self.store.keys.snapshots_of(self.run_id), {snapshot_id: step})

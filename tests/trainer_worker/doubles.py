@@ -51,7 +51,7 @@ class RecordingReporter:
     def event(self, message: str, level: str = "info") -> None:
         self.events.append((level, message))
 
-    def snapshot(self, *, step: int, directory: Path, manifest: dict, final: bool) -> None:
+    def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
         assert (directory / "snapshot.json").is_file()  # complete when announced
         self.snapshots.append({"step": step, "directory": directory, "manifest": manifest, "final": final})
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from shared import reasons, snapshots
+from shared.artifacts import ArtifactRoot, ArtifactStore, join
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 from shared.plans import plan_default
 from shared.snapshots import ADAPTER_DIR, ADAPTER_FILES, TRAINING_STATE_DIR, adapter_dir_of, read_manifest, readable_parts
@@ -30,8 +31,9 @@ class Reporter(Protocol):
     def event(self, message: str, level: str = "info") -> None:
         """One line of the run's event log; level is info, warn or error."""
 
-    def snapshot(self, *, step: int, directory: Path, manifest: dict, final: bool) -> None:
-        """A complete layout-2 snapshot directory now exists at `directory`."""
+    def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
+        """A complete layout-2 snapshot is published at `key` of the artifact store (`directory`: a
+        local copy of it)."""
 
     def stop_request(self) -> str | None:
         """Polled at each step end: None (go on), "cancel" or "pause" (STOP_CANCEL, STOP_PAUSE).
@@ -72,13 +74,26 @@ class TrainingJob:
     # grpo: the deployment's registered reward functions, name -> "package.module:function"
     reward_functions: dict[str, str] = field(default_factory=dict)
     validation_path: Path | None = None  # the plan's validationDataset (JSONL), scored every few steps
+    # Where snapshots are published: the deployment's artifact store under `snapshot_prefix` (the
+    # worker passes runs/RUN/snapshots); by default a store over work_dir, under "snapshots".
+    artifacts: ArtifactStore | None = None
+    snapshot_prefix: str = "snapshots"
+
+    @property
+    def store(self) -> ArtifactStore:
+        return self.artifacts if self.artifacts is not None else ArtifactRoot(self.work_dir)
 
     @property
     def snapshots_dir(self) -> Path:
+        """Scratch where snapshots are put together before they are published."""
         return self.work_dir / "snapshots"
 
+    def snapshot_key(self, step: int) -> str:
+        return join(self.snapshot_prefix, f"step-{step:06d}")
+
     def snapshot_dir(self, step: int) -> Path:
-        return self.snapshots_dir / f"step-{step:06d}"
+        """A local copy of the snapshot published at `step`."""
+        return self.store.get_dir(self.snapshot_key(step))
 
 
 @dataclass
@@ -106,14 +121,12 @@ def snapshot_manifest(job: TrainingJob, *, step: int,
                               gpus=len(job.devices), training_state_format=training_state_format)
 
 
-def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: int) -> tuple[Path, dict]:
-    """Reorganise an HF Trainer checkpoint of a PEFT model into a layout-2 snapshot and publish it.
-
-    The snapshot appears in one rename, so a reader sees no snapshot or a complete one. The
-    checkpoint directory is consumed.
-    """
-    target = job.snapshot_dir(step)
-    staging = job.snapshots_dir / f".staging-{target.name}"
+def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: int) -> tuple[str, dict]:
+    """Reorganise an HF Trainer checkpoint of a PEFT model into a layout-2 snapshot and publish it
+    at `job.snapshot_key(step)` of the artifact store (`put_dir`: a reader sees no snapshot or a
+    complete one). The checkpoint directory is consumed. Returns the key and the manifest."""
+    key = job.snapshot_key(step)
+    staging = job.snapshots_dir / f".staging-step-{step:06d}"
     if staging.exists():
         shutil.rmtree(staging)
     (staging / ADAPTER_DIR).mkdir(parents=True)
@@ -122,10 +135,8 @@ def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: 
     os.replace(checkpoint, staging / TRAINING_STATE_DIR)
     manifest = snapshot_manifest(job, step=step)
     snapshots.write_manifest(staging, manifest)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
-    return target, manifest
+    job.store.put_dir(staging, key, move=True)
+    return key, manifest
 
 
 def check_restore(job: TrainingJob) -> dict[str, Any] | None:

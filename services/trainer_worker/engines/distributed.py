@@ -232,8 +232,9 @@ class _RelayReporter:
     def event(self, message: str, level: str = "info") -> None:
         self.conn.send(("call", "event", {"message": message, "level": level}))
 
-    def snapshot(self, *, step: int, directory: Path, manifest: dict, final: bool) -> None:
-        self.conn.send(("call", "snapshot", {"step": step, "directory": directory, "manifest": manifest, "final": final}))
+    def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
+        self.conn.send(("call", "snapshot", {"step": step, "key": key, "directory": directory, "manifest": manifest,
+                                             "final": final}))
 
     def stop_request(self) -> str | None:
         # Asked once per step and answered by the real reporter after every call sent before it,
@@ -256,7 +257,7 @@ class _SilentReporter:
     def event(self, message: str, level: str = "info") -> None:
         pass
 
-    def snapshot(self, *, step: int, directory: Path, manifest: dict, final: bool) -> None:
+    def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
         pass
 
     def stop_request(self) -> str | None:

@@ -335,8 +335,9 @@ class ReporterCallback:
         step = state.global_step
         final = step >= state.max_steps
         checkpoint = Path(args.output_dir) / f"checkpoint-{step}"
-        directory, manifest = publish_checkpoint_as_snapshot(self.job, checkpoint=checkpoint, step=step)
-        self.reporter.snapshot(step=step, directory=directory, manifest=manifest, final=final)
+        key, manifest = publish_checkpoint_as_snapshot(self.job, checkpoint=checkpoint, step=step)
+        self.reporter.snapshot(step=step, key=key, directory=self.job.snapshot_dir(step), manifest=manifest,
+                               final=final)
 
 
 def bind_callback(cls: type[ReporterCallback], *args, **kwargs):
