@@ -8,14 +8,44 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from services.api import schemas
+from services.api.endpoints import LOG_LINES_DEFAULT, LOG_LINES_MAX
 from shared.endpoint_schema import EndpointCreateSchema
 from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
 from shared.plans import PlanSchema
+from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.version import VERSION
 
-# path -> {method: (summary, request schema or None, response schema, success status)}
+
+def query(name: str, schema: dict, description: str, **extra) -> dict:
+    """A query parameter of a route, as the document declares it."""
+    return {"in": "query", "name": name, "required": False, "description": description, "schema": schema, **extra}
+
+
+def status_filter(what: str, states) -> dict:
+    # a comma list: OpenAPI's form style, not exploded (?status=QUEUED,RUNNING)
+    return query("status", {"type": "array", "items": {"type": "string", "enum": [str(s) for s in states]}},
+                 f"only {what} in these states, a comma list (case does not matter; 400 for a state {what} "
+                 "do not have)", style="form", explode=False)
+
+
+def list_parameters(what: str, states=None, *more: dict) -> list[dict]:
+    """?limit, ?after, ?workload, ?status (where the list has states) and the list's own filters."""
+    common = [
+        query("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}, "items per page"),
+        query("after", {"type": "string"}, "the nextCursor of the page before (400 for one this list did not give)"),
+        query("workload", {"type": "string"}, f"only {what} of this workload"),
+    ]
+    return common + ([status_filter(what, states)] if states is not None else []) + list(more)
+
+
+LOG_AFTER = [query("after", {"type": "integer", "minimum": 0, "default": 0},
+                   "the index of the first entry to answer: the `next` of the answer before")]
+LOG_LINES = [query("lines", {"type": "integer", "minimum": 1, "maximum": LOG_LINES_MAX, "default": LOG_LINES_DEFAULT},
+                   "how many of its last lines")]
+
+# path -> {method: (summary, request schema or None, response schema, success status[, query parameters])}
 ROUTES = {
-    "/v1/health": {"get": ("liveness; needs no token", None, None, 200)},
+    "/v1/health": {"get": ("liveness; needs no token", None, schemas.HealthSchema, 200)},
     "/v1/openapi.json": {"get": ("this document; needs no token (its page: /docs)", None, None, 200)},
     "/v1/info": {"get": ("the deployment", None, schemas.InfoSchema, 200)},
     "/v1/base-models": {"get": ("the catalog", None, schemas.page_schema(schemas.BaseModelSchema), 200)},
@@ -23,7 +53,7 @@ ROUTES = {
     "/v1/datasets": {
         "post": ("upload a JSONL dataset (multipart field `file`, optional `name`, `workload`)", "multipart",
                  schemas.DatasetSchema, 201),
-        "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200),
+        "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200, list_parameters("datasets")),
     },
     "/v1/datasets/{datasetId}": {
         "get": ("one dataset (404 once deleted)", None, schemas.DatasetSchema, 200),
@@ -32,7 +62,7 @@ ROUTES = {
     },
     "/v1/runs": {
         "post": ("create a run from a plan; 422 when no engine trains it", PlanSchema, schemas.RunSchema, 201),
-        "get": ("list runs (?status, ?workload, ?limit, ?after)", None, schemas.page_schema(schemas.RunSchema), 200),
+        "get": ("list runs", None, schemas.page_schema(schemas.RunSchema), 200, list_parameters("runs", RunStatus)),
     },
     "/v1/runs/{runId}": {
         "get": ("one run", None, schemas.RunSchema, 200),
@@ -42,50 +72,64 @@ ROUTES = {
                                         schemas.RunSchema, 200)},
     "/v1/runs/{runId}/resume": {"post": ("queue a PAUSED run again; it continues exactly", None,
                                          schemas.RunSchema, 200)},
-    "/v1/runs/{runId}/events": {"get": ("the run's event log (?after=N)", None, None, 200)},
-    "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series (?after=N)", None, None, 200)},
+    "/v1/runs/{runId}/events": {"get": ("the run's event log", None, schemas.log_page_schema(schemas.EventSchema),
+                                        200, LOG_AFTER)},
+    "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series", None,
+                                         schemas.log_page_schema(schemas.MetricPointSchema), 200, LOG_AFTER)},
     "/v1/endpoints": {
         "post": ("start an endpoint (it queues for GPUs)", EndpointCreateSchema, schemas.EndpointSchema, 201),
-        "get": ("list endpoints (?status, ?workload)", None, schemas.page_schema(schemas.EndpointSchema), 200),
+        "get": ("list endpoints", None, schemas.page_schema(schemas.EndpointSchema), 200, list_parameters(
+            "endpoints", EndpointPhase, {**status_filter("endpoints", EndpointPhase), "name": "phase"})),
     },
     "/v1/endpoints/{endpointId}": {
         "get": ("one endpoint; stopsAt while READY, what it waits on while QUEUED", None, schemas.EndpointSchema, 200),
         "delete": ("stop an endpoint", None, schemas.EndpointSchema, 200),
     },
-    "/v1/endpoints/{endpointId}/events": {"get": ("the endpoint's event log (?after=N)", None, None, 200)},
-    "/v1/endpoints/{endpointId}/logs": {"get": ("the tail of its serving process's log, whatever its phase "
-                                                "(?lines=N, 1..10000, default 100)", None, None, 200)},
+    "/v1/endpoints/{endpointId}/events": {"get": ("the endpoint's event log", None,
+                                                  schemas.log_page_schema(schemas.EventSchema), 200, LOG_AFTER)},
+    "/v1/endpoints/{endpointId}/logs": {"get": ("the tail of its serving process's log, whatever its phase", None,
+                                                schemas.EndpointLogSchema, 200, LOG_LINES)},
     "/v1/chat/completions": {"post": ("OpenAI chat completions, proxied to the endpoint named by `model` "
                                       "(its id or name); streams with stream: true", None, None, 200)},
     "/v1/completions": {"post": ("OpenAI completions, proxied like chat completions", None, None, 200)},
-    "/v1/models": {"get": ("the READY endpoints, as OpenAI lists models", None, None, 200)},
+    "/v1/models": {"get": ("the READY endpoints, as OpenAI lists models", None, schemas.ModelListSchema, 200)},
     "/v1/pools": {"get": ("the pools: nodes, free and held GPUs, quotas with current use", None,
                           schemas.page_schema(schemas.PoolSchema), 200)},
     "/v1/pools/{poolName}": {"get": ("one pool with its holders and its queue in order, each claim's reason",
                                      None, schemas.PoolSchema, 200)},
-    "/v1/snapshots": {"get": ("list snapshots (?run)", None, schemas.page_schema(schemas.SnapshotSchema), 200)},
+    "/v1/snapshots": {"get": ("list snapshots", None, schemas.page_schema(schemas.SnapshotSchema), 200,
+                              list_parameters("snapshots", None, query("run", {"type": "string"},
+                                                                       "only those the run wrote")))},
     "/v1/snapshots/import": {"post": ("register a snapshot directory written elsewhere: the body a .tar(.gz) of it "
                                       "(application/x-tar or application/gzip, ?name, ?workload; or multipart "
                                       "`file`), or JSON {path} on the API's machine; records which parts this "
-                                      "deployment reads", None, schemas.SnapshotSchema, 201)},
+                                      "deployment reads", None, schemas.SnapshotSchema, 201, [
+                                          query("name", {"type": "string"}, "an archive body: its file name, for "
+                                                "the sentences and the snapshot's source"),
+                                          query("workload", {"type": "string"}, "an archive body: the workload it "
+                                                "belongs to (multipart and JSON bodies carry `workload` themselves)"),
+                                      ])},
     "/v1/snapshots/{snapshotId}": {"get": ("one snapshot", None, schemas.SnapshotSchema, 200)},
     "/v1/snapshots/{snapshotId}/adapter": {"get": ("the adapter (PEFT format) as .tar.gz", None, None, 200)},
     "/v1/evaluations": {
         "post": ("score a base model or a snapshot's adapter on a dataset (it queues for GPUs)",
                  EvaluationCreateSchema, schemas.EvaluationSchema, 201),
-        "get": ("list evaluations (?status, ?workload, ?comparison, ?run)", None,
-                schemas.page_schema(schemas.EvaluationSchema), 200),
+        "get": ("list evaluations", None, schemas.page_schema(schemas.EvaluationSchema), 200, list_parameters(
+            "evaluations", EvaluationStatus, query("comparison", {"type": "string"}, "only those of this comparison"),
+            query("run", {"type": "string"}, "only those scoring a snapshot of this run"))),
     },
     "/v1/evaluations/{evaluationId}": {
         "get": ("one evaluation; what it waits on while QUEUED", None, schemas.EvaluationSchema, 200),
         "delete": ("cancel an evaluation", None, schemas.EvaluationSchema, 200),
     },
-    "/v1/evaluations/{evaluationId}/events": {"get": ("the evaluation's event log (?after=N)", None, None, 200)},
+    "/v1/evaluations/{evaluationId}/events": {"get": ("the evaluation's event log", None,
+                                                      schemas.log_page_schema(schemas.EventSchema), 200, LOG_AFTER)},
     "/v1/evaluations/{evaluationId}/rows": {"get": ("per-row results as JSONL (once SUCCEEDED)", None, None, 200)},
     "/v1/comparisons": {
         "post": ("compare snapshots on one dataset: one evaluation each", ComparisonCreateSchema,
                  schemas.ComparisonSchema, 201),
-        "get": ("list comparisons (?status, ?workload)", None, schemas.page_schema(schemas.ComparisonSchema), 200),
+        "get": ("list comparisons", None, schemas.page_schema(schemas.ComparisonSchema), 200,
+                list_parameters("comparisons", EvaluationStatus)),  # on the status derived from its evaluations
     },
     "/v1/comparisons/{comparisonId}": {
         "get": ("one comparison: a row per snapshot, the best marked", None, schemas.ComparisonSchema, 200),
@@ -100,7 +144,7 @@ def build_spec() -> dict:
     spec.components.schema("Error", schema=schemas.ErrorSchema)
     for path, operations in ROUTES.items():
         ops = {}
-        for method, (summary, request_schema, response_schema, status) in operations.items():
+        for method, (summary, request_schema, response_schema, status, *query_parameters) in operations.items():
             op: dict = {"summary": summary, "security": [{"bearer": []}],
                         "responses": {str(status): {"description": "success"},
                                       "4XX": {"description": "bad input",
@@ -113,10 +157,11 @@ def build_spec() -> dict:
                                                      "name": {"type": "string"}, "workload": {"type": "string"}}}}}}
             elif request_schema is not None:
                 op["requestBody"] = {"content": {"application/json": {"schema": request_schema}}}
-            params = [p.strip("{}") for p in path.split("/") if p.startswith("{")]
+            params = [{"in": "path", "name": p.strip("{}"), "required": True, "schema": {"type": "string"}}
+                      for p in path.split("/") if p.startswith("{")]
+            params += query_parameters[0] if query_parameters else []
             if params:
-                op["parameters"] = [{"in": "path", "name": p, "required": True, "schema": {"type": "string"}}
-                                    for p in params]
+                op["parameters"] = params
             ops[method] = op
         spec.path(path=path, operations=ops)
     return spec.to_dict()
@@ -126,8 +171,9 @@ def docs_page(document: dict) -> str:
     rows = []
     for path, ops in document["paths"].items():
         for method, op in ops.items():
+            asks = " ".join(f"?{p['name']}" for p in op.get("parameters", []) if p["in"] == "query")
             rows.append(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
-                        f"<td>{html.escape(op.get('summary', ''))}</td></tr>")
+                        f"<td>{html.escape(op.get('summary', ''))}</td><td><code>{html.escape(asks)}</code></td></tr>")
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>the trainer API</title>"
         "<style>body{font-family:sans-serif;margin:2em}td{padding:4px 12px;border-bottom:1px solid #ddd}</style>"

@@ -1,7 +1,13 @@
-"""Response schemas, one per resource, read direction. They feed the OpenAPI document; the
-request schemas are shared.plans (runs) and the upload form (datasets)."""
+"""Response schemas, one per resource, read direction. Every answer of the API is dumped through
+one of them (`serialise`), so an answer carries exactly the fields its schema declares: those the
+OpenAPI document describes. Stored fields a schema leaves out on purpose are listed, with why, in
+INTERNAL_FIELDS. The request schemas are shared.plans (runs), shared.endpoint_schema,
+shared.evaluation_schema and the upload form (datasets)."""
 
 from __future__ import annotations
+
+from functools import cache
+from typing import Any
 
 from marshmallow import Schema, fields
 
@@ -14,6 +20,11 @@ class ErrorBodySchema(Schema):
 
 class ErrorSchema(Schema):
     error = fields.Nested(ErrorBodySchema)
+
+
+class HealthSchema(Schema):
+    status = fields.String(metadata={"description": "ok"})
+    version = fields.String()
 
 
 class ResourceSchema(Schema):
@@ -72,50 +83,97 @@ class QuotaWaitSchema(Schema):
 
 
 class SchedulingSchema(Schema):
-    claim = fields.String()
+    claim = fields.String(allow_none=True,
+                          metadata={"description": "its claim on the pool's GPUs (null only before it is queued)"})
     pool = fields.String()
     node = fields.String(allow_none=True)
     devices = fields.List(fields.String())
     position = fields.Integer(allow_none=True, metadata={"description": "1-based place in the pool queue while QUEUED (derived at read time)"})
-    reason = fields.String(allow_none=True, metadata={"description": "while QUEUED: waiting_for_gpus, queued_behind, quota, fits_now or exceeds_pool (shared/wait_reasons.py)"})
+    reason = fields.String(allow_none=True, metadata={
+        "description": "while QUEUED: waiting_for_gpus, queued_behind, quota, fits_now, exceeds_pool or "
+                       "no_live_worker (shared/wait_reasons.py)"})
     quota = fields.Nested(QuotaWaitSchema, allow_none=True, metadata={"description": "the quota it waits on (reason quota)"})
     waitingOn = fields.Nested(WaitingOnSchema, metadata={"description": "while QUEUED: what holds the pool and what is queued ahead"})
     waitingText = fields.String(metadata={"description": "the same as one line (SPEC 5)"})
 
 
+class RunParentSchema(Schema):
+    snapshot = fields.String(metadata={"description": "the snapshot the run branches from"})
+    run = fields.String(allow_none=True, metadata={"description": "the run that wrote it (null for an imported one)"})
+    restore = fields.String(metadata={"description": "what it restores: weights or trainingState"})
+
+
 class RunSchema(ResourceSchema):
     status = fields.String(metadata={"description": "QUEUED, STARTING, RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED"})
     name = fields.String(allow_none=True)
-    plan = fields.Dict(metadata={"description": "the plan with every default filled in"})
+    plan = fields.Dict(metadata={
+        "description": "the plan (the body of POST /v1/runs, schema Plan) with every default filled in"})
     engine = fields.String(metadata={"description": "the engine the resolver chose (SPEC 3.1)"})
     pool = fields.String()
     gpus = fields.Integer()
+    datasetDigest = fields.String(metadata={"description": "sha256 of the rows it trains on (its dataset's digest)"})
+    validationDatasetDigest = fields.String(allow_none=True, metadata={
+        "description": "sha256 of the rows it validates on (null without a validationDataset)"})
     progress = fields.Nested(ProgressSchema)
     scheduling = fields.Nested(SchedulingSchema)
     snapshots = fields.List(fields.String())
     latestSnapshot = fields.String(allow_none=True)
+    parent = fields.Nested(RunParentSchema, allow_none=True,
+                           metadata={"description": "a branch: where it starts from; null for a fresh run"})
     cancelRequested = fields.Boolean()
+    pauseRequested = fields.Boolean(metadata={"description": "a pause was asked and the worker has not paused it yet"})
+    attempts = fields.Integer(metadata={
+        "description": "how often it went back to the queue because its worker was lost"})
     startedAt = fields.String(allow_none=True)
     finishedAt = fields.String(allow_none=True)
 
 
+class SnapshotPartSchema(Schema):
+    format = fields.String(metadata={"description": "e.g. peft-safetensors (weights), hf-trainer (trainingState)"})
+    path = fields.String(metadata={"description": "where the part lies inside the snapshot directory"})
+    file = fields.String(metadata={"description": "layout 1: the adapter's file"})
+
+
+class SnapshotContentsSchema(Schema):
+    weights = fields.Nested(SnapshotPartSchema, allow_none=True)
+    trainingState = fields.Nested(SnapshotPartSchema, allow_none=True, metadata={"description": "null: weights only"})
+
+
+class SnapshotReadableSchema(Schema):
+    weights = fields.Boolean(metadata={"description": "this deployment loads its weights"})
+    trainingState = fields.Boolean(metadata={"description": "this deployment resumes from its training state"})
+
+
 class SnapshotSchema(ResourceSchema):
-    run = fields.String()
+    run = fields.String(allow_none=True, metadata={"description": "the run that wrote it; null for an imported one"})
     step = fields.Integer()
     layout = fields.Integer()
     gpus = fields.Integer(metadata={"description": "GPU count the training state was saved across"})
     method = fields.String()
-    engine = fields.String()
+    engine = fields.String(allow_none=True)
     precision = fields.String()
-    model = fields.String()
-    contents = fields.Dict(metadata={"description": "{weights: {format}, trainingState: {format} | null}"})
+    model = fields.String(allow_none=True)
+    contents = fields.Nested(SnapshotContentsSchema)
     final = fields.Boolean()
+    path = fields.String(metadata={"description": "its directory under the artifact root"})
+    readable = fields.Nested(SnapshotReadableSchema, metadata={
+        "description": "which parts this deployment reads (derived from its layout and formats)"})
+    imported = fields.Boolean(metadata={"description": "registered by POST /v1/snapshots/import"})
+    source = fields.String(metadata={
+        "description": "imported: where from (upload:FILE, or the directory on the API's machine)"})
+    sourceRun = fields.String(allow_none=True, metadata={
+        "description": "imported: the run its manifest names (of another deployment)"})
 
 
 class EventSchema(Schema):
     time = fields.String()
     level = fields.String(metadata={"description": "info, warn or error"})
     message = fields.String()
+
+
+class RewardStatSchema(Schema):
+    mean = fields.Float(allow_none=True)
+    std = fields.Float(allow_none=True)
 
 
 class MetricPointSchema(Schema):
@@ -130,7 +188,8 @@ class MetricPointSchema(Schema):
     # grpo (docs/grpo.md): rewards, KL and where the step's time went
     reward = fields.Float(allow_none=True, metadata={"description": "grpo: mean weighted reward of the step's completions"})
     rewardStd = fields.Float(allow_none=True)
-    rewards = fields.Dict(allow_none=True, metadata={"description": "grpo: reward key (function name or judge:ENDPOINT) -> {mean, std}"})
+    rewards = fields.Dict(keys=fields.String(), values=fields.Nested(RewardStatSchema), allow_none=True,
+                          metadata={"description": "grpo: reward key (function name or judge:ENDPOINT) -> {mean, std}"})
     kl = fields.Float(allow_none=True, metadata={"description": "grpo: KL to the reference policy (null when klPenalty is 0)"})
     completionLength = fields.Float(allow_none=True, metadata={"description": "grpo: mean completion length in tokens"})
     generationSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: rollout generation in the serving process"})
@@ -139,6 +198,9 @@ class MetricPointSchema(Schema):
     rewardSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: scoring (reward functions and judges)"})
     updateSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: log-probs, backward and optimizer step"})
     stepSeconds = fields.Float(allow_none=True)
+    attempt = fields.Integer(metadata={
+        "description": "how often the run had been re-queued after a lost worker when the point was logged "
+                       "(steps after its last snapshot train again)"})
     time = fields.String()
 
 
@@ -154,20 +216,36 @@ class StartableRunSchema(Schema):
         "description": "estimated memory per GPU at the defaults of startableRunsAssume (null: model size unknown)"})
 
 
+class AssumedAdapterSchema(Schema):
+    rank = fields.Integer()
+    targetModules = fields.Raw(metadata={"description": "\"all-linear\" or a list of module names"})
+
+
+class AssumedHyperparametersSchema(Schema):
+    batchSize = fields.Integer()
+    gradientAccumulation = fields.Integer()
+    maxSeqLength = fields.Integer()
+
+
+class StartableAssumptionsSchema(Schema):
+    adapter = fields.Nested(AssumedAdapterSchema)
+    hyperparameters = fields.Nested(AssumedHyperparametersSchema)
+
+
 class BaseModelSchema(Schema):
     id = fields.String()
-    source = fields.String()
+    source = fields.String(metadata={"description": "builtin:NAME, path:DIR or hub-cache"})
     modality = fields.String()
     parameters = fields.Integer(allow_none=True)
     precisions = fields.List(fields.String())
     gpuCounts = fields.List(fields.Integer())
-    generationConfig = fields.Dict()
+    generationConfig = fields.Dict(metadata={"description": "the model's generation config"})
     loraTargetModules = fields.List(fields.String())
-    startableRuns = fields.List(fields.Nested(StartableRunSchema))
-    startableRunsAssume = fields.Dict(metadata={
-        "description": "the adapter and hyperparameters startableRuns assumes: {adapter: {rank, targetModules}, "
-                       "hyperparameters: {batchSize, gradientAccumulation, maxSeqLength}}; more memory than "
-                       "that may be refused"})
+    startableRuns = fields.List(fields.Nested(StartableRunSchema),
+                                metadata={"description": "GET /v1/base-models/ID only"})
+    startableRunsAssume = fields.Nested(StartableAssumptionsSchema, metadata={
+        "description": "GET /v1/base-models/ID only: the adapter and hyperparameters startableRuns assumes; "
+                       "more memory than that may be refused"})
 
 
 class NodeSchema(Schema):
@@ -182,12 +260,15 @@ class PoolSummarySchema(Schema):
     gpus = fields.Integer()
     freeGpus = fields.Integer()
     nodes = fields.List(fields.Nested(NodeSchema))
+    quotas = fields.Dict(keys=fields.String(), values=fields.Integer(),
+                         metadata={"description": "workload -> the most GPUs its claims may hold in the pool"})
 
 
 class InfoSchema(Schema):
     version = fields.String()
     apiUrl = fields.String()
     pools = fields.List(fields.Nested(PoolSummarySchema))
+    defaultPool = fields.String(metadata={"description": "the pool work queues in when it names none"})
     methods = fields.List(fields.String())
     catalogSize = fields.Integer()
 
@@ -196,6 +277,8 @@ class PoolNodeSchema(NodeSchema):
     heldGpus = fields.Integer()
     devices = fields.List(fields.String())
     freeDevices = fields.List(fields.String())
+    workerAlive = fields.Boolean(metadata={
+        "description": "its trainer worker's heartbeat is fresh (nothing is granted on a node without one)"})
 
 
 class PoolQuotaSchema(Schema):
@@ -206,7 +289,7 @@ class PoolQuotaSchema(Schema):
 
 class HolderSchema(WaitEntrySchema):
     workload = fields.String(allow_none=True, metadata={"description": "null for a workload this token may not see"})
-    node = fields.String()
+    node = fields.String(allow_none=True)
     devices = fields.List(fields.String())
 
 
@@ -229,11 +312,33 @@ class PoolSchema(Schema):
     queue = fields.List(fields.Nested(QueueEntrySchema), metadata={"description": "GET /v1/pools/NAME only: waiting claims in order"})
 
 
+@cache
 def page_schema(item: type[Schema]) -> type[Schema]:
+    """`{items, nextCursor}` of `item`s; one class per item schema, so the document names it once."""
     return Schema.from_dict(
-        {"items": fields.List(fields.Nested(item)), "nextCursor": fields.String(allow_none=True)},
+        {"items": fields.List(fields.Nested(item)),
+         "nextCursor": fields.String(allow_none=True,
+                                     metadata={"description": "?after= for the next page; null: the last page"})},
         name=f"{item.__name__.removesuffix('Schema')}PageSchema",
     )
+
+
+@cache
+def log_page_schema(item: type[Schema]) -> type[Schema]:
+    """`{items, next}` of an append-only log (events, metrics) read from ?after=N."""
+    return Schema.from_dict(
+        {"items": fields.List(fields.Nested(item)),
+         "next": fields.Integer(metadata={"description": "the index to ask for next time (?after=)"})},
+        name=f"{item.__name__.removesuffix('Schema')}LogPageSchema",
+    )
+
+
+class EndpointProcessSchema(Schema):
+    pid = fields.Integer(metadata={"description": "on its node; its own process group"})
+    port = fields.Integer()
+    backend = fields.String(metadata={"description": "the serving backend that runs it"})
+    startedAt = fields.String()
+    log = fields.String(metadata={"description": "its log under the artifact root (GET /v1/endpoints/ID/logs)"})
 
 
 class EndpointSchema(ResourceSchema):
@@ -248,8 +353,13 @@ class EndpointSchema(ResourceSchema):
     startTimeout = fields.Integer()
     lastRequestAt = fields.String(allow_none=True, metadata={"description": "last request proxied through the trainer"})
     readyAt = fields.String(allow_none=True, metadata={"description": "when the trainer first saw it answering"})
+    startingSince = fields.String(allow_none=True, metadata={
+        "description": "when it last began to start (its startTimeout runs from it)"})
     stopsAt = fields.String(allow_none=True, metadata={"description": "while READY: when it stops unless a request comes"})
-    scheduling = fields.Dict()
+    stoppedAt = fields.String(metadata={"description": "once TERMINATED or FAILED: when it ended"})
+    process = fields.Nested(EndpointProcessSchema, allow_none=True,
+                            metadata={"description": "its serving process, once one was started"})
+    scheduling = fields.Nested(SchedulingSchema)
     stopRequested = fields.Boolean()
 
 
@@ -261,10 +371,21 @@ class EvaluationMetricsSchema(Schema):
     exactMatch = fields.Float(allow_none=True, metadata={"description": "share of rows whose greedy completion equals "
                                                                         "the reference (answer, completion or last "
                                                                         "assistant message), stripped"})
-    rewards = fields.Dict(metadata={"description": "reward function -> mean score (rows that carry answers)"})
+    rewards = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True),
+                          metadata={"description": "reward function -> mean score (rows that carry answers)"})
     judge = fields.Float(allow_none=True, metadata={"description": "mean judge score (0..1: its answer out of 10) "
                                                                    "over the rows it scored"})
     judgeUnparsable = fields.Integer(metadata={"description": "rows whose judge answer held no score"})
+
+
+class EvaluationProgressSchema(Schema):
+    rows = fields.Integer(metadata={"description": "rows scored so far"})
+    totalRows = fields.Integer(allow_none=True)
+
+
+class EvaluationResultsSchema(Schema):
+    path = fields.String(metadata={"description": "the per-row JSONL under the artifact root"})
+    rows = fields.Integer()
 
 
 class EvaluationSchema(ResourceSchema):
@@ -274,16 +395,23 @@ class EvaluationSchema(ResourceSchema):
     run = fields.String(allow_none=True, metadata={"description": "the run that wrote the snapshot"})
     step = fields.Integer(allow_none=True)
     dataset = fields.String()
+    datasetDigest = fields.String(metadata={"description": "sha256 of the rows it scores (its dataset's digest)"})
     gpus = fields.Integer()
     pool = fields.String()
     judge = fields.String(allow_none=True)
+    rewards = fields.List(fields.Dict(), allow_none=True, metadata={
+        "description": "the reward functions asked for, `{function, weight, ...parameters}` (null: the default)"})
+    maxTokens = fields.Integer(allow_none=True, metadata={"description": "most tokens of each greedy completion (null: "
+                                                                         "the model's generation config)"})
     comparison = fields.String(allow_none=True, metadata={"description": "the comparison it belongs to"})
-    progress = fields.Dict(metadata={"description": "{rows, totalRows}"})
+    progress = fields.Nested(EvaluationProgressSchema)
     metrics = fields.Nested(EvaluationMetricsSchema, allow_none=True)
-    results = fields.Dict(allow_none=True, metadata={"description": "{path, rows}: per-row results "
-                                                                    "(GET /v1/evaluations/ID/rows)"})
+    results = fields.Nested(EvaluationResultsSchema, allow_none=True, metadata={
+        "description": "per-row results (GET /v1/evaluations/ID/rows), once SUCCEEDED"})
     scheduling = fields.Nested(SchedulingSchema)
     cancelRequested = fields.Boolean()
+    attempts = fields.Integer(metadata={
+        "description": "how often it went back to the queue because its worker was lost"})
     startedAt = fields.String(allow_none=True)
     finishedAt = fields.String(allow_none=True)
 
@@ -295,7 +423,8 @@ class ComparisonRowSchema(Schema):
     restore = fields.String(metadata={"description": "how its run started: none, weights or trainingState"})
     evaluation = fields.String(allow_none=True)
     status = fields.String(allow_none=True)
-    metrics = fields.Dict(metadata={"description": "loss, perplexity, exactMatch, reward:NAME, judge"})
+    metrics = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True),
+                          metadata={"description": "loss, perplexity, exactMatch, reward:NAME, judge"})
     best = fields.List(fields.String(), metadata={"description": "the metrics this snapshot is best at"})
 
 
@@ -307,5 +436,71 @@ class ComparisonSchema(ResourceSchema):
     pool = fields.String()
     evaluations = fields.List(fields.String())
     rows = fields.List(fields.Nested(ComparisonRowSchema), metadata={"description": "one per snapshot"})
-    best = fields.Dict(metadata={"description": "metric -> the snapshots best at it (lowest loss and perplexity, "
+    best = fields.Dict(keys=fields.String(), values=fields.List(fields.String()),
+                       metadata={"description": "metric -> the snapshots best at it (lowest loss and perplexity, "
                                                 "highest exact match, rewards and judge)"})
+
+
+class EndpointLogSchema(Schema):
+    endpoint = fields.String()
+    phase = fields.String()
+    log = fields.String(metadata={"description": "the log file under the artifact root"})
+    lines = fields.List(fields.String(), metadata={"description": "its last lines, oldest first"})
+
+
+class ModelSchema(Schema):
+    """One READY endpoint as OpenAI lists a model (snake_case, as OpenAI clients read it)."""
+    id = fields.String(metadata={"description": "the endpoint id: what `model` names in a request"})
+    object = fields.String(metadata={"description": "model"})
+    owned_by = fields.String(metadata={"description": "its workload"})
+    name = fields.String(allow_none=True, metadata={"description": "its name, which a request may use too"})
+    root = fields.String(metadata={"description": "the base model"})
+    snapshot = fields.String(allow_none=True, metadata={"description": "the snapshot whose adapter it serves"})
+
+
+class ModelListSchema(Schema):
+    object = fields.String(metadata={"description": "list"})
+    data = fields.List(fields.Nested(ModelSchema))
+
+
+# Stored fields a read schema leaves out on purpose, and why (a schema leaves out its bases' too).
+# tests/api/test_answers.py holds every stored field it meets to one side or the other.
+INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
+    ResourceSchema: {
+        "kind": "which kind of document it is in the store; its id and its route say as much",
+    },
+    RunSchema: {
+        "fence": "the fencing number of the worker's lease (services/trainer_worker/lease.py)",
+    },
+    EvaluationSchema: {
+        "fence": "the fencing number of the worker's lease (services/trainer_worker/lease.py)",
+        "datasetFormat": "its dataset's format, copied at creation; nothing reads it",
+    },
+    EndpointSchema: {
+        "servedModel": "the name its serving process gives the base model (the proxy rewrites it)",
+        "adapterName": "the name its serving process gives the adapter (the proxy rewrites it)",
+        "managerMissingSince": "which absence of its node's endpoint manager the scheduler has handled "
+                               "(services/scheduler/lost_endpoints.py)",
+    },
+    EndpointProcessSchema: {
+        "startTicks": "the process's start time in clock ticks, to tell it from a later process with its pid",
+    },
+    ComparisonSchema: {
+        "snapshots": "the stored half of `rows` (snapshot, run, step, restore), which carries all of it",
+    },
+}
+
+
+def internal_fields(schema: type[Schema]) -> dict[str, str]:
+    """The stored fields `schema` (and its bases) leave out on purpose, and why."""
+    return {name: why for cls in reversed(schema.__mro__) for name, why in INTERNAL_FIELDS.get(cls, {}).items()}
+
+
+@cache
+def _dumper(schema: type[Schema]) -> Schema:
+    return schema()
+
+
+def serialise(schema: type[Schema], doc: Any) -> dict[str, Any]:
+    """The answer for `doc`: its fields `schema` declares, nested ones alike; nothing else."""
+    return _dumper(schema).dump(doc)

@@ -7,6 +7,7 @@ from flask import Blueprint
 from services.api import comparisons as service
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
+from services.api.schemas import ComparisonSchema, page_schema, serialise
 from services.api.views import json_object_body
 from shared.states import EvaluationStatus
 
@@ -17,7 +18,7 @@ bp = Blueprint("comparisons", __name__)
 def create_comparison():
     from services.api.auth import principal
 
-    return service.create_comparison(ctx(), body=json_object_body(), who=principal()), 201
+    return serialise(ComparisonSchema, service.create_comparison(ctx(), body=json_object_body(), who=principal())), 201
 
 
 @bp.get("/v1/comparisons")
@@ -32,14 +33,14 @@ def list_comparisons():
         return where(view)
 
     items, cursor = ctx().store.list("cmp", where=derived, limit=limit, after=after)
-    return page([shown[d["id"]] for d in items], cursor)
+    return serialise(page_schema(ComparisonSchema), page([shown[d["id"]] for d in items], cursor))
 
 
 @bp.get("/v1/comparisons/<comparison_id>")
 def get_comparison(comparison_id: str):
-    return service.get_comparison(ctx(), comparison_id)
+    return serialise(ComparisonSchema, service.get_comparison(ctx(), comparison_id))
 
 
 @bp.delete("/v1/comparisons/<comparison_id>")
 def cancel_comparison(comparison_id: str):
-    return service.cancel_comparison(ctx(), comparison_id)
+    return serialise(ComparisonSchema, service.cancel_comparison(ctx(), comparison_id))

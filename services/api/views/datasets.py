@@ -8,6 +8,7 @@ from services.api.auth import principal, require_workload
 from services.api.context import ctx
 from services.api.datasets import create_dataset, delete_dataset, visible_dataset
 from services.api.paging import page, page_args, visible_filter
+from services.api.schemas import DatasetSchema, page_schema, serialise
 from shared.errors import ValidationFailed
 
 bp = Blueprint("datasets", __name__)
@@ -22,7 +23,7 @@ def upload_dataset():
     require_workload(workload)
     name = request.form.get("name") or upload.filename or "dataset.jsonl"
     doc = create_dataset(ctx(), data=upload.read(), name=name, workload=workload)
-    return doc, 201
+    return serialise(DatasetSchema, doc), 201
 
 
 @bp.get("/v1/datasets")
@@ -30,14 +31,14 @@ def list_datasets():
     limit, after = page_args()
     items, cursor = ctx().store.list("ds", where=visible_filter(lambda d: not d.get("deleted"), what="datasets"),
                                      limit=limit, after=after)
-    return page(items, cursor)
+    return serialise(page_schema(DatasetSchema), page(items, cursor))
 
 
 @bp.get("/v1/datasets/<dataset_id>")
 def get_dataset(dataset_id: str):
-    return visible_dataset(ctx(), dataset_id, principal(), field="id")
+    return serialise(DatasetSchema, visible_dataset(ctx(), dataset_id, principal(), field="id"))
 
 
 @bp.delete("/v1/datasets/<dataset_id>")
 def remove_dataset(dataset_id: str):
-    return delete_dataset(ctx(), dataset_id, principal())
+    return serialise(DatasetSchema, delete_dataset(ctx(), dataset_id, principal()))

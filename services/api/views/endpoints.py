@@ -11,6 +11,8 @@ from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, states_in, visible_filter
 from services.api.scheduling import with_waits
+from services.api.schemas import (EndpointLogSchema, EndpointSchema, EventSchema, ModelListSchema, log_page_schema,
+                                  page_schema, serialise)
 from services.api.views import json_object_body
 from shared.states import EndpointPhase
 
@@ -21,9 +23,13 @@ def _shown(docs: list[dict]) -> list[dict]:
     return [service.with_stops_at(d) for d in with_waits(ctx(), docs, principal())]
 
 
+def _one(doc: dict) -> dict:
+    return serialise(EndpointSchema, _shown([doc])[0])
+
+
 @bp.post("/v1/endpoints")
 def create_endpoint():
-    return _shown([service.create_endpoint(ctx(), body=json_object_body(), who=principal())])[0], 201
+    return _one(service.create_endpoint(ctx(), body=json_object_body(), who=principal())), 201
 
 
 @bp.get("/v1/endpoints")
@@ -34,30 +40,31 @@ def list_endpoints():
     items, cursor = ctx().store.list(
         "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases, what="endpoints",
                                    statuses=EndpointPhase), limit=limit, after=after)
-    return page(_shown(items), cursor)
+    return serialise(page_schema(EndpointSchema), page(_shown(items), cursor))
 
 
 @bp.get("/v1/endpoints/<endpoint_id>")
 def get_endpoint(endpoint_id: str):
-    return _shown([service.get_endpoint(ctx(), endpoint_id)])[0]
+    return _one(service.get_endpoint(ctx(), endpoint_id))
 
 
 @bp.delete("/v1/endpoints/<endpoint_id>")
 def stop_endpoint(endpoint_id: str):
-    return _shown([service.stop_endpoint(ctx(), endpoint_id)])[0]
+    return _one(service.stop_endpoint(ctx(), endpoint_id))
 
 
 @bp.get("/v1/endpoints/<endpoint_id>/events")
 def endpoint_events(endpoint_id: str):
     endpoint = service.get_endpoint(ctx(), endpoint_id)
-    return log_page(lambda start: ctx().store.events(endpoint["id"], start=start))
+    events = log_page(lambda start: ctx().store.events(endpoint["id"], start=start))
+    return serialise(log_page_schema(EventSchema), events)
 
 
 @bp.get("/v1/endpoints/<endpoint_id>/logs")
 def endpoint_logs(endpoint_id: str):
-    return service.endpoint_log(ctx(), endpoint_id, lines=request.args.get("lines"))
+    return serialise(EndpointLogSchema, service.endpoint_log(ctx(), endpoint_id, lines=request.args.get("lines")))
 
 
 @bp.get("/v1/models")
 def models():
-    return proxy.models(ctx(), principal())
+    return serialise(ModelListSchema, proxy.models(ctx(), principal()))

@@ -9,6 +9,7 @@ from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
+from services.api.schemas import EvaluationSchema, EventSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
 from shared.states import EvaluationStatus
 
@@ -19,36 +20,42 @@ def _shown(docs: list[dict]) -> list[dict]:
     return with_waits(ctx(), docs, principal())
 
 
+def _one(doc: dict) -> dict:
+    return serialise(EvaluationSchema, _shown([doc])[0])
+
+
 @bp.post("/v1/evaluations")
 def create_evaluation():
-    return _shown([service.create_evaluation(ctx(), body=json_object_body(), who=principal())])[0], 201
+    return _one(service.create_evaluation(ctx(), body=json_object_body(), who=principal())), 201
 
 
 @bp.get("/v1/evaluations")
 def list_evaluations():
     limit, after = page_args()
     # ?comparison= and ?run= (the run whose snapshot it scores), like the snapshots' ?run=
-    wanted = {field: request.args[field] for field in ("comparison", "run") if request.args.get(field)}
+    asked = {"comparison": request.args.get("comparison"), "run": request.args.get("run")}
+    wanted = {field: value for field, value in asked.items() if value}
     where = visible_filter(lambda d: all(d.get(field) == value for field, value in wanted.items()),
                            what="evaluations", statuses=EvaluationStatus)
     items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after)
-    return page(_shown(items), cursor)
+    return serialise(page_schema(EvaluationSchema), page(_shown(items), cursor))
 
 
 @bp.get("/v1/evaluations/<evaluation_id>")
 def get_evaluation(evaluation_id: str):
-    return _shown([service.get_evaluation(ctx(), evaluation_id)])[0]
+    return _one(service.get_evaluation(ctx(), evaluation_id))
 
 
 @bp.delete("/v1/evaluations/<evaluation_id>")
 def cancel_evaluation(evaluation_id: str):
-    return _shown([service.cancel_evaluation(ctx(), evaluation_id)])[0]
+    return _one(service.cancel_evaluation(ctx(), evaluation_id))
 
 
 @bp.get("/v1/evaluations/<evaluation_id>/events")
 def evaluation_events(evaluation_id: str):
     service.get_evaluation(ctx(), evaluation_id)
-    return log_page(lambda start: ctx().store.events(evaluation_id, start=start))
+    events = log_page(lambda start: ctx().store.events(evaluation_id, start=start))
+    return serialise(log_page_schema(EventSchema), events)
 
 
 @bp.get("/v1/evaluations/<evaluation_id>/rows")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, request
 
 from services.api.context import ctx
+from services.api.schemas import HealthSchema, InfoSchema, serialise
 from shared.engines import methods
 from shared.version import VERSION
 
@@ -30,18 +31,18 @@ def pool_summaries() -> list[dict]:
 @bp.get("/v1/health")
 def health():
     ctx().redis.ping()
-    return {"status": "ok", "version": VERSION}
+    return serialise(HealthSchema, {"status": "ok", "version": VERSION})
 
 
 @bp.get("/v1/info")
 def info():
     """The deployment: version, API address, pools with nodes and free GPUs, methods, catalog size."""
     context = ctx()
-    return {
+    return serialise(InfoSchema, {
         "version": VERSION,
         "apiUrl": request.host_url.rstrip("/"),
         "pools": pool_summaries(),
         "defaultPool": context.config.default_pool,
         "methods": methods(),
         "catalogSize": len(context.config.catalog),
-    }
+    })

@@ -1,4 +1,4 @@
-"""Runs: create, list, get, cancel (DELETE), events, metrics."""
+"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_filter
 from services.api.scheduling import with_waits
+from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
 from shared.states import RunStatus
 
@@ -17,43 +18,45 @@ bp = Blueprint("runs", __name__)
 
 @bp.post("/v1/runs")
 def create_run():
-    return service.create_run(ctx(), body=json_object_body(), who=principal()), 201
+    return serialise(RunSchema, service.create_run(ctx(), body=json_object_body(), who=principal())), 201
 
 
 @bp.get("/v1/runs")
 def list_runs():
     limit, after = page_args()
     items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit, after=after)
-    return page(with_waits(ctx(), items, principal()), cursor)
+    return serialise(page_schema(RunSchema), page(with_waits(ctx(), items, principal()), cursor))
 
 
 @bp.get("/v1/runs/<run_id>")
 def get_run(run_id: str):
-    return with_waits(ctx(), [service.get_run(ctx(), run_id)], principal())[0]
+    return serialise(RunSchema, with_waits(ctx(), [service.get_run(ctx(), run_id)], principal())[0])
 
 
 @bp.delete("/v1/runs/<run_id>")
 def cancel_run(run_id: str):
-    return service.cancel_run(ctx(), run_id)
+    return serialise(RunSchema, service.cancel_run(ctx(), run_id))
 
 
 @bp.post("/v1/runs/<run_id>/pause")
 def pause_run(run_id: str):
-    return service.pause_run(ctx(), run_id)
+    return serialise(RunSchema, service.pause_run(ctx(), run_id))
 
 
 @bp.post("/v1/runs/<run_id>/resume")
 def resume_run(run_id: str):
-    return service.resume_run(ctx(), run_id)
+    return serialise(RunSchema, service.resume_run(ctx(), run_id))
 
 
 @bp.get("/v1/runs/<run_id>/events")
 def run_events(run_id: str):
     service.get_run(ctx(), run_id)
-    return log_page(lambda start: ctx().store.events(run_id, start=start))
+    events = log_page(lambda start: ctx().store.events(run_id, start=start))
+    return serialise(log_page_schema(EventSchema), events)
 
 
 @bp.get("/v1/runs/<run_id>/metrics")
 def run_metrics(run_id: str):
     service.get_run(ctx(), run_id)
-    return log_page(lambda start: ctx().store.metrics(run_id, start=start))
+    points = log_page(lambda start: ctx().store.metrics(run_id, start=start))
+    return serialise(log_page_schema(MetricPointSchema), points)

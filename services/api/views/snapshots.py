@@ -12,6 +12,7 @@ from services.api.auth import principal, require_workload, visible
 from services.api.branches import with_readable
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_filter
+from services.api.schemas import SnapshotSchema, page_schema, serialise
 from shared import reasons
 from shared.artifacts import UnsafeKey, join
 from shared.errors import NotFound, ValidationFailed
@@ -31,7 +32,7 @@ def list_snapshots():
     run = request.args.get("run")
     where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True), what="snapshots")
     items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after)
-    return page([with_readable(s) for s in items], cursor)
+    return serialise(page_schema(SnapshotSchema), page([with_readable(s) for s in items], cursor))
 
 
 @bp.post("/v1/snapshots/import")
@@ -48,24 +49,26 @@ def import_snapshot():
     if request.mimetype in ARCHIVE_TYPES or request.mimetype == "multipart/form-data":
         request.max_content_length = ctx().config.max_snapshot_upload_bytes  # before the body is read
     if request.mimetype in ARCHIVE_TYPES:
-        return snapshot_import.import_archive(ctx(), archive=request.stream,
-                                              filename=request.args.get("name") or "the upload",
-                                              workload=workload(request.args.get("workload"))), 201
+        return serialise(SnapshotSchema, snapshot_import.import_archive(
+            ctx(), archive=request.stream, filename=request.args.get("name") or "the upload",
+            workload=workload(request.args.get("workload")))), 201
     if request.mimetype == "multipart/form-data":
         upload = request.files.get("file")
         if upload is None or not upload.filename:
             raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "file"})
-        return snapshot_import.import_archive(ctx(), archive=upload.stream, filename=upload.filename,
-                                              workload=workload(request.form.get("workload"))), 201
+        return serialise(SnapshotSchema, snapshot_import.import_archive(
+            ctx(), archive=upload.stream, filename=upload.filename,
+            workload=workload(request.form.get("workload")))), 201
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
         raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "path"})
-    return snapshot_import.import_directory(ctx(), path=body["path"], workload=workload(body.get("workload"))), 201
+    return serialise(SnapshotSchema, snapshot_import.import_directory(
+        ctx(), path=body["path"], workload=workload(body.get("workload")))), 201
 
 
 @bp.get("/v1/snapshots/<snapshot_id>")
 def get_snapshot(snapshot_id: str):
-    return with_readable(_snapshot(snapshot_id))
+    return serialise(SnapshotSchema, with_readable(_snapshot(snapshot_id)))
 
 
 @bp.get("/v1/snapshots/<snapshot_id>/adapter")
