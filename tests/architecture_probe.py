@@ -19,7 +19,6 @@ import sys
 import tarfile
 import threading
 import time
-from pathlib import Path
 
 import requests
 import uvicorn

@@ -7,7 +7,6 @@ from typing import Any, Callable
 from rich.text import Text
 
 from shared import reasons
-
 from training_cli.output import duration, fields_table, items_of, list_table, number, text, when
 
 

@@ -13,8 +13,13 @@ from typing import Any
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of
 from services.api.context import Context
-from services.api.evaluations import (cancel_evaluation, check_evaluation, store_evaluation, visible_snapshot,
-                                      withdraw_evaluation)
+from services.api.evaluations import (
+    cancel_evaluation,
+    check_evaluation,
+    store_evaluation,
+    visible_snapshot,
+    withdraw_evaluation,
+)
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, Unprocessable, ValidationFailed

@@ -17,8 +17,8 @@ from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.evaluation_schema import parse_evaluation
 from shared.ids import Kind, new_id
-from shared.rewards import check_rewards
 from shared.lifecycle.evaluations import EVALUATIONS
+from shared.rewards import check_rewards
 from shared.states import EndpointPhase, EvaluationStatus
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons
-from shared.errors import NotFound, Unprocessable, ValidationFailed
 from shared.endpoint_names import find_endpoint
+from shared.errors import NotFound, Unprocessable, ValidationFailed
 from shared.rewards import check_rewards
 from shared.states import EndpointPhase
 

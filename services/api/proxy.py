@@ -31,8 +31,17 @@ from services.api.auth import Principal, principal_for
 from services.api.context import Context
 from shared import logs, reasons
 from shared.endpoint_names import find_endpoint_async
-from shared.errors import (BadGateway, Conflict, EndpointStopped, Internal, MethodNotAllowed, NotFound, TooLarge,
-                           TrainerError, ValidationFailed)
+from shared.errors import (
+    BadGateway,
+    Conflict,
+    EndpointStopped,
+    Internal,
+    MethodNotAllowed,
+    NotFound,
+    TooLarge,
+    TrainerError,
+    ValidationFailed,
+)
 from shared.states import EndpointPhase
 from shared.times import now_iso
 

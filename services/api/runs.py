@@ -14,9 +14,9 @@ from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
+from shared.lifecycle.runs import RUNS
 from shared.plans import parse_plan
 from shared.resolver import resolve
-from shared.lifecycle.runs import RUNS
 from shared.states import RunStatus
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from services.api.auth import Principal
 from services.api.context import Context
+from shared import reasons, wait_reasons
 from shared.claims.nodes import live_device_counts
 from shared.claims.waiting import entry, explain_pool, queue_reasons
-from shared import reasons, wait_reasons
 from shared.errors import NotFound
 from shared.states import RunStatus
 

@@ -356,7 +356,7 @@ class EndpointSchema(ResourceSchema):
     startingSince = fields.String(allow_none=True, metadata={
         "description": "when it last began to start (its startTimeout runs from it)"})
     stopsAt = fields.String(allow_none=True, metadata={"description": "while READY: when it stops unless a request comes"})
-    stoppedAt = fields.String(metadata={"description": "once TERMINATED or FAILED: when it ended"})
+    stoppedAt = fields.String(allow_none=True, metadata={"description": "once TERMINATED or FAILED: when it ended"})
     process = fields.Nested(EndpointProcessSchema, allow_none=True,
                             metadata={"description": "its serving process, once one was started"})
     scheduling = fields.Nested(SchedulingSchema)
@@ -477,6 +477,7 @@ INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
         "datasetFormat": "its dataset's format, copied at creation; nothing reads it",
     },
     EndpointSchema: {
+        "failed": "the fact its phase FAILED is derived from (shared/lifecycle/endpoints.py); the phase says it",
         "servedModel": "the name its serving process gives the base model (the proxy rewrites it)",
         "adapterName": "the name its serving process gives the adapter (the proxy rewrites it)",
         "managerMissingSince": "which absence of its node's endpoint manager the scheduler has handled "

@@ -155,10 +155,10 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):
     """Returns (outcome, metrics, results, detail)."""
-    from shared.serving.generation import Generator
     from services.trainer_worker.engines.evaluate import score
     from services.trainer_worker.execution import use_granted_devices
     from shared.load_spec import load_model, load_spec_for
+    from shared.serving.generation import Generator
 
     # Again here, where the deployment's reward functions surely import (the API may not have them):
     # a parameter one does not take fails the evaluation saying so, before the model is loaded.

@@ -166,8 +166,8 @@ def use_granted_devices(worker: Worker, devices: list[str]) -> str:
 
 def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
     use_granted_devices(worker, devices)
-    from services.trainer_worker.engines.base import TrainingJob
     from services.trainer_worker.engines import train
+    from services.trainer_worker.engines.base import TrainingJob
     from services.trainer_worker.judges import JudgeAddresses
     from shared.models import model_dir_for
 

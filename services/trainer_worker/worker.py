@@ -22,9 +22,8 @@ def main(argv: list[str] | None = None) -> None:
     if node is None:
         sys.exit(f"error: node {args.node} is not declared in the deployment config")
     logs.configure("trainer_worker")
-    from services.trainer_worker.tasks import register
-
     from services.trainer_worker.heartbeat import NodeHeartbeat
+    from services.trainer_worker.tasks import register
     from shared.keys import Keys
     from shared.store import connect
 

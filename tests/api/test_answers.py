@@ -30,10 +30,11 @@ from marshmallow import Schema, fields
 from services.api import schemas
 from services.api.openapi import ROUTES
 from services.scheduler.dispatch import dispatch_granted
-from services.trainer_worker.evaluation_job import EvaluationReporter, rows_path
+from services.trainer_worker.evaluation_job import EvaluationReporter
 from services.trainer_worker.execution import take_devices
 from services.trainer_worker.lease import Lease
 from services.trainer_worker.reporter import RunReporter
+from shared.artifacts import endpoint_key, evaluation_rows_key, join, run_key
 from shared.claims.queue import ClaimQueue
 from shared.snapshots import manifest, write_manifest
 from shared.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
@@ -149,7 +150,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
                           "completionLength": 12.5, "generationSeconds": 0.5, "handoffSeconds": 0.0,
                           "handoffBytes": 0, "rewardSeconds": 0.01, "updateSeconds": 0.2, "stepSeconds": 0.71})
         reporter.flush_progress()
-        reporter.snapshot(step=2, directory=snapshot_directory(artifacts.run_dir(run), "step-2", run=run),
+        reporter.snapshot(step=2, key=join(run_key(run), "step-2"),
+                          directory=snapshot_directory(artifacts.scratch(run_key(run)), "step-2", run=run),
                           manifest=manifest(run_id=run, step=2, method="sft", engine="sft-single",
                                             precision="fp32", model=MODEL, gpus=1), final=False)
         reporter.event("a warning of the engine", level="warn")
@@ -181,8 +183,7 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     ready = ask("POST", "/v1/endpoints", status=201, json={"model": MODEL, "name": "judge-1"})["id"]
     granted(context, config, "default")
     log_file = f"endpoints/{ready}/server.log"
-    artifacts.path(log_file).parent.mkdir(parents=True, exist_ok=True)
-    artifacts.path(log_file).write_text("starting\nready\n")
+    (artifacts.scratch(endpoint_key(ready)) / "server.log").write_text("starting\nready\n")
     # what the endpoint manager writes (services/endpoint_manager/supervisor.py and manager.py)
     store.update(ready, lambda d: {**d, "process": {"pid": 4242, "port": 9001, "startedAt": now_iso(),
                                                     "backend": "builtin", "log": log_file, "startTicks": 123456}})
@@ -239,9 +240,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
         reporter.update(lambda d: {**d, "status": evaluation_transition(d["status"], EvaluationStatus.RUNNING).value,
                                    "startedAt": now_iso()})
         reporter.progress(2, 4, force=True)
-        rows = rows_path(scored)
-        artifacts.path(str(rows)).parent.mkdir(parents=True, exist_ok=True)
-        artifacts.path(str(rows)).write_text(json.dumps({"row": 0, "loss": 1.0}) + "\n")
+        rows = evaluation_rows_key(scored)
+        artifacts.put_file(rows, (json.dumps({"row": 0, "loss": 1.0}) + "\n").encode())
         reporter.update(lambda d: {
             **d, "status": evaluation_transition(d["status"], EvaluationStatus.SUCCEEDED).value,
             "finishedAt": now_iso(), "results": {"path": str(rows), "rows": 4},

@@ -10,9 +10,8 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
-from shared.redis_server import free_port
-
 from services.api.proxy import _recorded_recently
+from shared.redis_server import free_port
 
 
 def iso(epoch: float) -> str:

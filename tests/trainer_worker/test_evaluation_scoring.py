@@ -11,11 +11,11 @@ from importlib import resources
 import pytest
 import requests
 
-from shared.serving.generation import Generator
 from services.trainer_worker.engines.evaluate import score
 from shared import rewards
 from shared.artifacts import ArtifactRoot
 from shared.load_spec import load_model, load_spec_for
+from shared.serving.generation import Generator
 from tests.shared.serving.serving import ServingProcess, make_adapter
 
 TINY_ENTRY = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}

@@ -15,6 +15,7 @@ from shared.errors import ValidationFailed
 from shared.models import load_causal_lm, load_tokenizer
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
+
 @pytest.fixture(scope="module")
 def trained(model_dir, tmp_path_factory):
     reporter = RecordingReporter()

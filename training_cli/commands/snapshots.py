@@ -14,7 +14,6 @@ from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
 from training_cli.output import emit, emit_list, output_option
 
-
 MANIFEST_FILE = "snapshot.json"  # services/trainer_worker/engines/base.py; the CLI does not import the engines
 
 

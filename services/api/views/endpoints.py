@@ -11,8 +11,15 @@ from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, states_in, visible_filter
 from services.api.scheduling import with_waits
-from services.api.schemas import (EndpointLogSchema, EndpointSchema, EventSchema, ModelListSchema, log_page_schema,
-                                  page_schema, serialise)
+from services.api.schemas import (
+    EndpointLogSchema,
+    EndpointSchema,
+    EventSchema,
+    ModelListSchema,
+    log_page_schema,
+    page_schema,
+    serialise,
+)
 from services.api.views import json_object_body
 from shared.states import EndpointPhase
 

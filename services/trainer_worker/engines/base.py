@@ -16,7 +16,14 @@ from shared import reasons, snapshots
 from shared.artifacts import ArtifactRoot, ArtifactStore, join
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 from shared.plans import plan_default
-from shared.snapshots import ADAPTER_DIR, ADAPTER_FILES, TRAINING_STATE_DIR, adapter_dir_of, read_manifest, readable_parts
+from shared.snapshots import (
+    ADAPTER_DIR,
+    ADAPTER_FILES,
+    TRAINING_STATE_DIR,
+    adapter_dir_of,
+    read_manifest,
+    readable_parts,
+)
 
 
 class Reporter(Protocol):

@@ -4,7 +4,7 @@ import pytest
 
 from shared.artifacts import ArtifactRoot
 from shared.load_spec import LoadSpec, load_spec_for
-from tests.shared.serving.serving import ServingProcess, make_adapter
+from tests.shared.serving.serving import make_adapter
 
 TINY_ENTRY = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}
 SERVED_NAME = "tiny"
