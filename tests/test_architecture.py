@@ -228,3 +228,14 @@ def test_artifacts_are_reached_only_through_the_store_interface():
                     if owner == "artifacts":
                         found.append(f"{path.relative_to(REPO)}:{node.lineno} uses {owner}.{node.attr}")
     assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("folder", [*(f"services/{s}" for s in SERVICES), "shared", "training_cli"])
+def test_each_folder_readme_names_every_module(folder):
+    """Docs that match the code: a module added to a service (or to shared/, or the CLI) is named in
+    that folder's README, where its terms and state diagrams are."""
+    readme = (REPO / folder / "README.md").read_text()
+    unnamed = [str(path.relative_to(REPO / folder)) for path in python_files(folder)
+               if path.name != "__init__.py" and f"`{path.name}`" not in readme
+               and str(path.relative_to(REPO / folder)) not in readme]
+    assert unnamed == [], f"{folder}/README.md does not name {unnamed}"

@@ -52,11 +52,24 @@ def test_a_reader_finds_a_whole_directory_or_none_never_a_part(store, tmp_path):
     seen, stop = [], threading.Event()
 
     def read():
+        # A reader that opened the old directory may see it emptied once it is replaced: what must
+        # hold is that the directory at the key, while it is at the key, is whole. An open directory
+        # keeps its inode, so the same inode at the key after the listing means it was there throughout.
         while not stop.is_set():
             try:
-                seen.append(len(os.listdir(store.get_dir(key))))
+                fd = os.open(store.get_dir(key), os.O_RDONLY | os.O_DIRECTORY)
             except FileNotFoundError:  # between the old directory's rename and the new one's
                 continue
+            try:
+                names = os.listdir(fd)
+                try:
+                    live = os.fstat(fd).st_ino == os.stat(store.get_dir(key)).st_ino
+                except FileNotFoundError:
+                    live = False
+            finally:
+                os.close(fd)
+            if live:
+                seen.append(len(names))
 
     reader = threading.Thread(target=read)
     reader.start()
