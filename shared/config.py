@@ -5,7 +5,10 @@
     catalog: [{id, builtin?, path?, revision?, parameters?, precisions?, ...}]  (shared/models.py:
              builtin, a local path, or neither: the id in the Hugging Face hub cache at revision)
     tokens:  [{token, name, workloads: [...], admin: bool}]
-    limits:  {maxUploadBytes, maxSnapshotUploadBytes}  (a request body; a snapshot archive's)
+    limits:  {maxUploadBytes, maxSnapshotUploadBytes, maxSnapshotUnpackedBytes, maxSnapshotFiles}
+             (a request body; a snapshot archive as sent, and unpacked)
+    snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
+             none by default: then snapshots are imported only as uploaded archives)
     scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
 
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
@@ -29,6 +32,10 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 # A snapshot archive holds an adapter and, for a training state, its optimizer: far above a dataset.
 DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES = 16 * 1024 ** 3
+# Unpacked, an archive may be bigger than sent (compression), within reason: a few KB that unpack
+# to gigabytes are refused before they fill the disk.
+DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = 32 * 1024 ** 3
+DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of files, never millions
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
 
@@ -80,6 +87,10 @@ class DeploymentConfig:
     tokens: tuple[Token, ...]
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     max_snapshot_upload_bytes: int = DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES
+    max_snapshot_unpacked_bytes: int = DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES
+    max_snapshot_files: int = DEFAULT_MAX_SNAPSHOT_FILES
+    # Directories under which an admin token may import a snapshot by its path on the API's machine.
+    snapshot_import_roots: tuple[Path, ...] = ()
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
     # Reward functions this deployment registers for grpo runs: name -> "package.module:function"
@@ -171,11 +182,27 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         catalog=tuple(raw.get("catalog") or EMBEDDED_DEFAULT["catalog"]),
         tokens=tuple(tokens),
         max_upload_bytes=int((raw.get("limits") or {}).get("maxUploadBytes", DEFAULT_MAX_UPLOAD_BYTES)),
-        max_snapshot_upload_bytes=int((raw.get("limits") or {}).get("maxSnapshotUploadBytes",
-                                                                     DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES)),
+        max_snapshot_upload_bytes=_limit(raw, "maxSnapshotUploadBytes", DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES),
+        max_snapshot_unpacked_bytes=_limit(raw, "maxSnapshotUnpackedBytes", DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES),
+        max_snapshot_files=_limit(raw, "maxSnapshotFiles", DEFAULT_MAX_SNAPSHOT_FILES),
+        snapshot_import_roots=_import_roots(raw),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
         reward_functions=_reward_functions(raw),
     )
+
+
+def _limit(raw: dict[str, Any], name: str, default: int) -> int:
+    value = (raw.get("limits") or {}).get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        _fail(f"limits.{name}", "must be a whole number of at least 1")
+    return value
+
+
+def _import_roots(raw: dict[str, Any]) -> tuple[Path, ...]:
+    roots = raw.get("snapshotImportRoots") or []
+    if not isinstance(roots, list) or not all(isinstance(r, str) and Path(r).is_absolute() for r in roots):
+        _fail("snapshotImportRoots", "must be a list of absolute directory paths")
+    return tuple(Path(r) for r in roots)
 
 
 def _reward_functions(raw: dict[str, Any]) -> dict[str, str]:

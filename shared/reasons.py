@@ -532,6 +532,30 @@ def snapshot_archive_no_manifest(filename: str) -> str:
             "a snapshot directory starts with its manifest")
 
 
+def snapshot_archive_too_large_unpacked(filename: str, limit_bytes: int) -> str:
+    return f"{filename} unpacks to more than this deployment accepts ({limit_bytes} bytes unpacked)"
+
+
+def snapshot_archive_too_many_files(filename: str, limit: int) -> str:
+    return f"{filename} holds more files than a snapshot directory may ({limit})"
+
+
+SNAPSHOT_PATH_IMPORT_ADMIN_ONLY = ("importing a snapshot by a path on the API's machine needs an admin token; "
+                                   "upload the directory instead (`training snapshots import DIR`)")
+SNAPSHOT_PATH_IMPORT_OFF = ("this deployment imports snapshots by path from no directory (snapshotImportRoots is "
+                            "empty); upload the directory instead (`training snapshots import DIR`)")
+
+
+def snapshot_path_outside_roots(path: str, roots: list[str]) -> str:
+    return (f"path {path} is not inside a snapshot import root of this deployment "
+            f"({', '.join(roots)}); its deployment config lists them under snapshotImportRoots")
+
+
+def snapshot_path_not_plain(path: str, entry: str) -> str:
+    return (f"{entry} in {path} is a symbolic link or not a plain file; a snapshot directory holds plain "
+            "files and directories only")
+
+
 SNAPSHOT_IMPORT_BODY = ("a snapshot import is a multipart upload of `file` (a .tar or .tar.gz of the snapshot "
                         "directory), or a JSON object with `path`, a directory on the API's own machine")
 

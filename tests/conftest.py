@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 
 import pytest
 import redis
@@ -58,6 +59,8 @@ def make_config(redis_url: str, prefix: str, artifact_root, *, extra_catalog=(),
             {"token": TEAM_TOKEN, "name": "team-a", "workloads": ["team-a", "small"]},
         ],
         "limits": {"maxUploadBytes": 200_000},
+        # tests import snapshot directories they write under their tmp_path by path
+        "snapshotImportRoots": [tempfile.gettempdir()],
         **overrides,
     }
     env = {"TRAINING_REDIS_URL": redis_url, "TRAINING_KEY_PREFIX": prefix,

@@ -4,7 +4,8 @@ Two ways in, one registration:
 - an archive upload (`import_archive`): the CLI tars the directory on the user's machine and the
   API unpacks it into the artifact root, so the API need not see the user's files;
 - a path on the API's own machine (`import_directory`, `--on-server`): for a directory already on
-  a filesystem the deployment shares, copied without passing through the client.
+  a filesystem the deployment shares, copied without passing through the client. Admin tokens
+  only, from under the config's `snapshotImportRoots`, plain files and directories only.
 
 The directory must have a valid manifest; it lands in the artifact store (so the snapshot outlives
 the source) and the parts this deployment can read are recorded on the snapshot.
@@ -12,36 +13,94 @@ the source) and the parts this deployment can read are recorded on the snapshot.
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import tarfile
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from services.api.auth import Principal
 from services.api.branches import with_readable
 from services.api.context import Context
 from shared import reasons
 from shared.artifacts import imported_snapshot_key
-from shared.errors import ValidationFailed
+from shared.errors import Forbidden, TooLarge, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.snapshots import MANIFEST_FILE, read_manifest
 
 
-def import_directory(context: Context, *, path: str, workload: str) -> dict[str, Any]:
+def import_directory(context: Context, *, path: str, workload: str, who: Principal) -> dict[str, Any]:
+    """A directory on the API's own machine: for admin tokens only, from under the deployment's
+    `snapshotImportRoots`, and made of plain files and directories (no link may lead the copy to
+    a file elsewhere: another workload's snapshot, a secret of the API's user)."""
+    if not who.admin:
+        raise Forbidden(reasons.SNAPSHOT_PATH_IMPORT_ADMIN_ONLY, details={"field": "path"})
+    source = _confined(context, path)
+    manifest = read_manifest(source)  # raises ValidationFailed naming the manifest field that is wrong
+    snapshot_id = new_id(Kind.SNAPSHOT)
+    work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=context.artifacts.scratch("imported")))
     try:
-        source = Path(path).expanduser()
-    except RuntimeError:  # ~USER of a user this machine does not have: refused below as not absolute
-        source = Path(path)
+        _copy_plain_tree(source, work / "x", path)
+        key = context.artifacts.put_dir(work / "x", imported_snapshot_key(snapshot_id), move=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _register(context, snapshot_id, key, manifest, workload=workload, source=str(source))
+
+
+def _confined(context: Context, path: str) -> Path:
+    """The absolute directory `path` names, once it is known to be inside an import root and reached
+    through no symbolic link below that root; ValidationFailed (or Forbidden) naming what is wrong."""
+    roots = context.config.snapshot_import_roots
+    if not roots:
+        raise Forbidden(reasons.SNAPSHOT_PATH_IMPORT_OFF, details={"field": "path"})
+    source = Path(path)
     if not source.is_absolute():
         raise ValidationFailed(f"path {path} must be absolute: the API reads it on its own machine",
                                details={"field": "path"})
-    if not (source / MANIFEST_FILE).is_file():
-        raise ValidationFailed(f"{source} holds no {MANIFEST_FILE}; a snapshot directory starts with its manifest",
-                               details={"field": "path"})
-    manifest = read_manifest(source)  # raises ValidationFailed naming the manifest field that is wrong
-    snapshot_id = new_id(Kind.SNAPSHOT)
-    key = context.artifacts.put_dir(source, imported_snapshot_key(snapshot_id))
-    return _register(context, snapshot_id, key, manifest, workload=workload, source=str(source))
+    named = Path(os.path.normpath(source))
+    for root in roots:
+        # a root may itself be reached through a link (/data -> /mnt/data); below it, none may be
+        for given in (Path(os.path.normpath(root)), Path(os.path.realpath(root))):
+            if named == given or named.is_relative_to(given):
+                real = Path(os.path.realpath(root)) / named.relative_to(given)
+                if Path(os.path.realpath(real)) != real:
+                    raise ValidationFailed(reasons.snapshot_path_not_plain(path, path), details={"field": "path"})
+                if os.path.islink(real / MANIFEST_FILE):
+                    raise ValidationFailed(reasons.snapshot_path_not_plain(path, MANIFEST_FILE),
+                                           details={"field": "path"})
+                if not (real / MANIFEST_FILE).is_file():
+                    raise ValidationFailed(f"{source} holds no {MANIFEST_FILE}; a snapshot directory starts with "
+                                           "its manifest", details={"field": "path"})
+                return real
+    raise ValidationFailed(reasons.snapshot_path_outside_roots(path, [str(r) for r in roots]),
+                           details={"field": "path"})
+
+
+def _copy_plain_tree(source: Path, target: Path, shown: str) -> None:
+    """Copy a directory of plain files and directories; any link, device or fifo is refused, and a
+    file is opened without following a link (O_NOFOLLOW), so one swapped in meanwhile is refused too."""
+    for directory, dirs, files in os.walk(source, followlinks=False):
+        here = Path(directory)
+        (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
+        for name in dirs:
+            if os.path.islink(here / name):
+                raise ValidationFailed(reasons.snapshot_path_not_plain(shown, str((here / name).relative_to(source))),
+                                       details={"field": "path"})
+        for name in files:
+            entry = here / name
+            try:
+                fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                fd = None
+            if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+                if fd is not None:
+                    os.close(fd)
+                raise ValidationFailed(reasons.snapshot_path_not_plain(shown, str(entry.relative_to(source))),
+                                       details={"field": "path"})
+            with os.fdopen(fd, "rb") as src, open(target / entry.relative_to(source), "wb") as dst:
+                shutil.copyfileobj(src, dst)
 
 
 def import_archive(context: Context, *, archive: IO[bytes], filename: str, workload: str) -> dict[str, Any]:
@@ -54,7 +113,7 @@ def import_archive(context: Context, *, archive: IO[bytes], filename: str, workl
     try:
         try:
             with tarfile.open(fileobj=archive, mode="r|*") as tar:  # a stream: read once, never sought
-                tar.extractall(work / "x", filter="data")
+                _unpack(context, tar, work / "x", filename)
         except tarfile.FilterError as exc:
             raise ValidationFailed(reasons.snapshot_archive_unsafe(filename, str(exc)),
                                    details={"field": "file"}) from None
@@ -68,6 +127,26 @@ def import_archive(context: Context, *, archive: IO[bytes], filename: str, workl
         return _register(context, snapshot_id, key, manifest, workload=workload, source=f"upload:{filename}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _unpack(context: Context, tar: tarfile.TarFile, target: Path, filename: str) -> None:
+    """Extract member by member, plain files and directories only (tarfile's `data` filter refuses
+    what would land outside `target`), counting as it goes: an archive that would unpack to more
+    bytes or files than the deployment allows is refused before it fills the disk."""
+    unpacked, files = 0, 0
+    limit, most = context.config.max_snapshot_unpacked_bytes, context.config.max_snapshot_files
+    for member in tar:
+        if not (member.isfile() or member.isdir()):
+            raise tarfile.FilterError(f"{member.name} is not a plain file or directory")
+        unpacked += member.size
+        files += 1
+        if unpacked > limit:
+            raise TooLarge(reasons.snapshot_archive_too_large_unpacked(filename, limit),
+                           details={"field": "file", "maxUnpackedBytes": limit})
+        if files > most:
+            raise TooLarge(reasons.snapshot_archive_too_many_files(filename, most),
+                           details={"field": "file", "maxFiles": most})
+        tar.extract(member, target, filter="data")
 
 
 def _snapshot_root(unpacked: Path, filename: str) -> Path:

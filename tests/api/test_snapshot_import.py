@@ -11,6 +11,7 @@ import tarfile
 
 import pytest
 
+from shared import reasons
 from shared.ids import Kind, new_id
 
 MANIFEST = {"layout": 2, "run": "run-elsewhere", "step": 8, "method": "sft", "engine": "sft-single",
@@ -222,3 +223,94 @@ def test_an_archive_over_the_snapshot_limit_is_413(client, admin, tmp_path, conf
     big = snapshot_dir(tmp_path / "big")
     (big / "adapter" / "adapter_model.safetensors").write_bytes(b"w" * 300_000)
     assert post_archive(client, admin, tar_of(big)).status_code == 201
+
+
+# --- Hostile imports (issue 14): a path is for admins, under an import root, and holds plain files only
+
+def test_a_workload_token_may_not_import_by_path(client, team, tmp_path):
+    resp = client.post("/v1/snapshots/import", headers=team, json={"path": str(snapshot_dir(tmp_path))})
+    assert resp.status_code == 403 and resp.json["error"] == {
+        "code": "forbidden", "details": {"field": "path"}, "message": reasons.SNAPSHOT_PATH_IMPORT_ADMIN_ONLY}
+    assert reasons.SNAPSHOT_PATH_IMPORT_ADMIN_ONLY == (
+        "importing a snapshot by a path on the API's machine needs an admin token; upload the directory "
+        "instead (`training snapshots import DIR`)")
+
+
+def test_a_path_outside_every_import_root_is_refused(config, admin, tmp_path):
+    from dataclasses import replace
+
+    from services.api.app import create_app
+
+    confined = create_app(replace(config, snapshot_import_roots=(tmp_path / "allowed",))).test_client()
+    (tmp_path / "allowed").mkdir()
+    resp = import_(confined, admin, snapshot_dir(tmp_path))
+    assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.snapshot_path_outside_roots(
+        str(tmp_path / "snap"), [str(tmp_path / "allowed")])
+    climbing = tmp_path / "allowed" / ".." / "snap"
+    assert import_(confined, admin, climbing).status_code == 400  # `..` is resolved before the check
+    closed = create_app(replace(config, snapshot_import_roots=())).test_client()
+    resp = import_(closed, admin, tmp_path / "snap")
+    assert resp.status_code == 403 and resp.json["error"]["message"] == reasons.SNAPSHOT_PATH_IMPORT_OFF
+    assert reasons.snapshot_path_outside_roots("/x/snap", ["/a", "/b"]) == (
+        "path /x/snap is not inside a snapshot import root of this deployment (/a, /b); its deployment "
+        "config lists them under snapshotImportRoots")
+
+
+def test_a_directory_holding_a_link_is_refused_and_nothing_is_stored(client, admin, tmp_path, config):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the API user's secret")
+    before, listed = imported_dirs(config), client.get("/v1/snapshots", headers=admin).json["items"]
+    linked = snapshot_dir(tmp_path)
+    (linked / "adapter" / "adapter_model.safetensors").unlink()
+    (linked / "adapter" / "adapter_model.safetensors").symlink_to(secret)
+    resp = import_(client, admin, linked)
+    assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.snapshot_path_not_plain(
+        str(linked), "adapter/adapter_model.safetensors")
+    assert reasons.snapshot_path_not_plain("/p", "adapter/x") == (
+        "adapter/x in /p is a symbolic link or not a plain file; a snapshot directory holds plain files and "
+        "directories only")
+    via_link = tmp_path / "via-link"
+    via_link.symlink_to(snapshot_dir(tmp_path / "real"))
+    assert import_(client, admin, via_link).status_code == 400
+    manifest_link = snapshot_dir(tmp_path / "m")
+    (tmp_path / "elsewhere.json").write_text((manifest_link / "snapshot.json").read_text())
+    (manifest_link / "snapshot.json").unlink()
+    (manifest_link / "snapshot.json").symlink_to(tmp_path / "elsewhere.json")
+    assert import_(client, admin, manifest_link).json["error"]["message"] == reasons.snapshot_path_not_plain(
+        str(manifest_link), "snapshot.json")
+    assert imported_dirs(config) == before
+    assert client.get("/v1/snapshots", headers=admin).json["items"] == listed
+
+
+def test_an_archive_that_unpacks_too_big_or_into_too_many_files_is_413(config, admin, tmp_path):
+    from dataclasses import replace
+
+    from services.api.app import create_app
+
+    bomb = snapshot_dir(tmp_path)
+    (bomb / "adapter" / "adapter_model.safetensors").write_bytes(b"\0" * 2_000_000)  # gzips to a few KB
+    data = tar_of(bomb, gz=True)
+    assert len(data) < 20_000
+    small = create_app(replace(config, max_snapshot_unpacked_bytes=1_000_000)).test_client()
+    before = imported_dirs(config)
+    resp = post_archive(small, admin, data, "application/gzip")
+    assert resp.status_code == 413 and resp.json["error"] == {
+        "code": "too_large", "details": {"field": "file", "maxUnpackedBytes": 1_000_000},
+        "message": "snap.tar unpacks to more than this deployment accepts (1000000 bytes unpacked)"}
+    few = create_app(replace(config, max_snapshot_files=3)).test_client()
+    resp = post_archive(few, admin, tar_of(snapshot_dir(tmp_path / "many")))
+    assert resp.status_code == 413 and resp.json["error"]["message"] == reasons.snapshot_archive_too_many_files(
+        "snap.tar", 3) == "snap.tar holds more files than a snapshot directory may (3)"
+    assert imported_dirs(config) == before
+
+
+def test_an_archive_holding_a_link_is_refused(client, admin, tmp_path, config):
+    linked = snapshot_dir(tmp_path)
+    (linked / "adapter" / "adapter_model.safetensors").unlink()
+    (linked / "adapter" / "adapter_model.safetensors").symlink_to("../snapshot.json")  # inside, yet a link
+    before = imported_dirs(config)
+    resp = post_archive(client, admin, tar_of(linked))
+    assert resp.status_code == 400 and resp.json["error"]["message"].startswith(
+        "snap.tar holds a member the trainer will not unpack (snap/adapter/adapter_model.safetensors is not a "
+        "plain file or directory)")
+    assert imported_dirs(config) == before

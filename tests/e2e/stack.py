@@ -100,6 +100,7 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[st
         "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": nodes}}]}},
         "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
         "tokens": [{"token": token, "name": "admin", "admin": True}],
+        "snapshotImportRoots": [str(tmp)],  # `snapshots import --on-server` of directories a test writes there
     }))
     port = free_port()
     env = {**os.environ, "TRAINING_CONFIG": str(config_path), "TRAINING_HOME": str(home),

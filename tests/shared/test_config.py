@@ -40,3 +40,21 @@ def test_bad_configs_name_the_field(raw, message):
 def test_missing_file(tmp_path):
     with pytest.raises(ValidationFailed, match="does not exist"):
         load_config(env={"TRAINING_CONFIG": str(tmp_path / "nope.yaml")})
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"snapshotImportRoots": ["relative/dir"]}, "snapshotImportRoots"),
+    ({"snapshotImportRoots": "/one/dir"}, "snapshotImportRoots"),
+    ({"limits": {"maxSnapshotUnpackedBytes": 0}}, "limits.maxSnapshotUnpackedBytes"),
+    ({"limits": {"maxSnapshotFiles": "many"}}, "limits.maxSnapshotFiles"),
+])
+def test_snapshot_import_settings_are_checked(extra, field):
+    raw = {"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}, **extra}
+    with pytest.raises(ValidationFailed) as caught:
+        parse_config(raw, env={})
+    assert caught.value.details == {"field": field}
+
+
+def test_no_snapshot_import_root_by_default():
+    config = parse_config({"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}, env={})
+    assert config.snapshot_import_roots == () and config.max_snapshot_files == 10_000

@@ -48,7 +48,8 @@ def download(cli: CliContext, snapshot_id: str, directory: Path) -> None:
 @click.argument("path", metavar="PATH")
 @click.option("--workload", help="The workload the snapshot belongs to.")
 @click.option("--on-server", is_flag=True,
-              help="PATH is a directory on the API's machine (a shared filesystem): it is copied there, not uploaded.")
+              help="PATH is a directory on the API's machine (a shared filesystem), under one of the deployment's "
+                   "snapshotImportRoots: it is copied there, not uploaded. Admin tokens only.")
 @output_option
 @pass_cli
 def import_(cli: CliContext, path: str, workload: str | None, on_server: bool, fmt: str) -> None:

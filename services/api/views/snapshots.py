@@ -63,7 +63,7 @@ def import_snapshot():
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
         raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "path"})
     return serialise(SnapshotSchema, snapshot_import.import_directory(
-        ctx(), path=body["path"], workload=workload(body.get("workload")))), 201
+        ctx(), path=body["path"], workload=workload(body.get("workload")), who=principal())), 201
 
 
 @bp.get("/v1/snapshots/<snapshot_id>")
