@@ -73,10 +73,10 @@ class Keys:
         """String with a TTL: the token of the one endpoint manager acting for this node."""
         return f"{self.prefix}node:{node}:endpoint-manager"
 
-    def endpoint_name(self, name: str) -> str:
-        """String: id of the endpoint last created with this name (services/api/endpoints.py). A hint
-        for the proxy's lookup by name, checked against the document (the endpoint may have ended)."""
-        return f"{self.prefix}endpoint-name:{name}"
+    def endpoint_names(self, name: str) -> str:
+        """Set: ids of endpoints created with this name, in any workload (services/api/endpoints.py).
+        Hints for lookups by name (shared/endpoint_names.py), checked against the documents."""
+        return f"{self.prefix}endpoint-names:{name}"
 
     def endpoint_managers_missing(self) -> str:
         """Hash node -> epoch seconds: since when the scheduler has seen no endpoint manager for a

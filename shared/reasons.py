@@ -243,6 +243,12 @@ def endpoint_name_taken(name: str, endpoint_id: str, phase: str) -> str:
     return f"endpoint name {name} is taken by {endpoint_id} ({phase})"
 
 
+def endpoint_name_ambiguous(name: str, workloads: list[str]) -> str:
+    """A name used by live endpoints of several workloads this token may use (names are per workload)."""
+    return (f"endpoint name {name} names live endpoints of workloads {', '.join(workloads)}; "
+            "use the endpoint's id")
+
+
 def endpoint_unknown(model: str) -> str:
     return f"no endpoint has the id or name {model}; `training endpoints get` lists them"
 

@@ -54,6 +54,11 @@ class Store:
         raws = self.redis.mget([self.keys.resource(i) for i in ids])
         return [json.loads(r) for r in raws if r]
 
+    def get_many_or_none(self, ids: Iterable[str]) -> list[dict[str, Any] | None]:
+        """The documents of `ids`, in order, None where one is gone."""
+        ids = list(ids)
+        return self._docs(ids) if ids else []
+
     def update(self, resource_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
         """Apply `change` to the stored document atomically (retrying on a concurrent write).
 
@@ -89,16 +94,21 @@ class Store:
         where: Callable[[dict[str, Any]], bool] = lambda doc: True,
         limit: int = 50,
         after: str | None = None,
+        cursor_visible: Callable[[dict[str, Any]], bool] | None = None,
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Newest first. Returns one page and the cursor of the next (None at the end).
 
         The cursor is the id of the last item returned; filtering happens here, page by page of
-        the index, so a filter that matches little still fills a page.
+        the index, so a filter that matches little still fills a page. With `cursor_visible`, a
+        cursor naming a document it refuses (another workload's) is as unknown as one naming nothing.
         """
         index = self.keys.index(kind)
         start = 0
         if after:
             rank = self.redis.zrevrank(index, after)
+            if rank is not None and cursor_visible is not None:
+                cursor_doc = self.get(after)
+                rank = rank if cursor_doc is not None and cursor_visible(cursor_doc) else None
             if rank is None:  # not a cursor this list gave: starting over would repeat items silently
                 raise ValidationFailed(reasons.cursor_unknown(after), details={"field": "after"})
             start = rank + 1

@@ -58,7 +58,7 @@ def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[st
     the same rows (files are shared by content). The record stays, marked deleted, so the runs
     that trained on it still name it."""
     doc = visible_dataset(context, dataset_id, who, field="id")
-    users = _readers(context, doc["digest"])
+    users = _readers(context, doc["digest"], who)
     if users:
         raise Conflict(reasons.dataset_in_use(dataset_id, users), details={"users": [u[1] for u in users]})
 
@@ -73,12 +73,17 @@ def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[st
     return doc
 
 
-def _readers(context: Context, digest: str) -> list[tuple[str, str, str]]:
-    """(kind, id, status) of the runs and evaluations that have not ended and read rows of `digest`."""
+def _readers(context: Context, digest: str, who: Principal) -> list[tuple[str, str, str]]:
+    """(kind, id, status) of the runs and evaluations of the token's workloads that have not ended
+    and read rows of `digest` (through this dataset or a twin of the same content).
+
+    Another workload's run over rows of the same content is none of this token's business: it is
+    not named, and it keeps its file, which goes only with the last live dataset of that content
+    (a live run's own dataset cannot be deleted)."""
     ended_runs = {str(s) for s in RunStatus.terminal()}
     runs, _ = context.store.list("run", limit=1000, where=lambda r: r["status"] not in ended_runs and digest in (
-        r.get("datasetDigest"), r.get("validationDatasetDigest")))
+        r.get("datasetDigest"), r.get("validationDatasetDigest")) and who.may_use(r.get("workload", "")))
     ended_evaluations = {str(s) for s in EvaluationStatus.terminal()}
     evaluations, _ = context.store.list("eval", limit=1000, where=lambda e: e["status"] not in ended_evaluations
-                                        and e.get("datasetDigest") == digest)
+                                        and e.get("datasetDigest") == digest and who.may_use(e.get("workload", "")))
     return [("run", r["id"], r["status"]) for r in runs] + [("evaluation", e["id"], e["status"]) for e in evaluations]

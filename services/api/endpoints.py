@@ -7,14 +7,14 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.api.auth import Principal, require_workload, visible
+from services.api.auth import Principal, principal, require_workload, visible
 from services.api.branches import readable_of, snapshot_for
 from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
 from shared.artifacts import UnsafeKey
 from shared.config import DEFAULT_WORKLOADS
-from shared.endpoint_names import find_endpoint, live_named
+from shared.endpoint_names import find_endpoint, named_in_workload, remember_name
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
@@ -38,7 +38,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
             raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap.get("model"),
                                                            plan_model=spec["model"]), details={"field": "snapshot"})
     if spec["name"]:
-        taken = live_named(context.store, spec["name"])
+        taken = named_in_workload(context.store, spec["name"], workload)  # names are per workload
         if taken:
             raise Conflict(reasons.endpoint_name_taken(spec["name"], taken["id"], taken["phase"]),
                            details={"field": "name", "endpoint": taken["id"]})
@@ -57,7 +57,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": []},
     })
     if spec["name"]:
-        context.redis.set(context.keys.endpoint_name(spec["name"]), endpoint_id)
+        remember_name(context.store, spec["name"], endpoint_id)
     return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"],
                              event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
@@ -65,7 +65,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
 def get_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     """The endpoint with this id (any phase), or the live one with this name, as requests through
     the proxy name it (shared/endpoint_names.py); 404 when this token may not see it."""
-    return visible(find_endpoint(context.store, id_or_name), "endpoint", id_or_name)
+    return visible(find_endpoint(context.store, id_or_name, may_use=principal().may_use), "endpoint", id_or_name)
 
 
 def _epoch(stamp: str | None) -> datetime | None:

@@ -26,6 +26,12 @@ def page_args() -> tuple[int, str | None]:
     return limit, request.args.get("after") or None
 
 
+def visible_cursor() -> Callable[[dict[str, Any]], bool]:
+    """What `?after=` may name: a document of the token's own workloads (another's is unknown)."""
+    who = principal()
+    return lambda doc: who.may_use(doc.get("workload", ""))
+
+
 def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True, *, what: str,
                    statuses: Iterable[str] | None = None) -> Callable[[dict[str, Any]], bool]:
     """The documents of a list this token may see, narrowed by ?status= (a comma list of

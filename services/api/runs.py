@@ -49,7 +49,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
             reasons.gpus_exceed_quota(gpus=gpus, workload=workload, pool=pool_name, quota_gpus=quota),
             details={"field": "execution.gpus", "quota": quota},
         )
-    check_grpo_plan(context, plan, who)
+    judge_workloads = check_grpo_plan(context, plan, who)
     model = context.catalog.describe(context.catalog.check_loadable(plan["model"]))
     parent = check_restore(context, plan, who)
     # refuses rows no engine of the method declares it trains on (400, details field "dataset")
@@ -81,6 +81,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "cancelRequested": False,
         "pauseRequested": False,
         "attempts": 0,
+        "judgeWorkloads": judge_workloads,
         "parent": ({"snapshot": parent["id"], "run": parent.get("run"), "restore": plan["restore"]["what"]}
                    if parent else None),
         "startedAt": None,

@@ -471,6 +471,8 @@ INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
     },
     RunSchema: {
         "fence": "the fencing number of the worker's lease (services/trainer_worker/lease.py)",
+        "judgeWorkloads": "the workload each judge the plan names was found in at submission; its worker looks "
+                          "a judge's name up there only",
     },
     EvaluationSchema: {
         "fence": "the fencing number of the worker's lease (services/trainer_worker/lease.py)",

@@ -57,8 +57,15 @@ def uses_judge(run: dict[str, Any], endpoint: dict[str, Any]) -> bool:
     except ValueError:
         return False
     rewards = (((run.get("plan") or {}).get("grpo") or {}).get("rewards")) or []
-    names = {endpoint["id"], endpoint.get("name")} - {None}
-    return any(isinstance(r, dict) and r.get("judge") in names for r in rewards)
+    scopes = run.get("judgeWorkloads") or {}
+
+    def names_it(judge: Any) -> bool:
+        if judge == endpoint["id"]:
+            return True
+        # a name: in the workload the run's judge was found in (names are per workload)
+        return judge == endpoint.get("name") and scopes.get(judge, endpoint.get("workload")) == endpoint.get("workload")
+
+    return any(isinstance(r, dict) and names_it(r.get("judge")) for r in rewards)
 
 
 def judges_evaluation(evaluation: dict[str, Any], endpoint: dict[str, Any]) -> bool:

@@ -182,7 +182,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         work_dir=worker.artifacts.scratch(run_key(run["id"])),
         devices=devices,
         restore=restore_for(worker, run),
-        judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix),
+        judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,
+                                     workloads=dict(run.get("judgeWorkloads") or {})),
         reward_functions=dict(worker.config.reward_functions),
         validation_path=(worker.artifacts.get_file(dataset_key(run["validationDatasetDigest"]))
                          if run.get("validationDatasetDigest") else None),

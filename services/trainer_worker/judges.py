@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from shared.endpoint_names import find_endpoint
+from shared.errors import Conflict
 from shared.states import EndpointPhase
 
 
@@ -25,10 +26,14 @@ class JudgeTarget(NamedTuple):
 class JudgeAddresses:
     redis_url: str
     key_prefix: str
+    # judge (an id or a name) -> the workload the API found it in when the run was submitted: a name
+    # is looked up there only (names are per workload, shared/endpoint_names.py)
+    workloads: dict[str, str] = field(default_factory=dict)
     _store: Any = field(default=None, repr=False, compare=False)
 
     def __getstate__(self):
-        return {"redis_url": self.redis_url, "key_prefix": self.key_prefix, "_store": None}
+        return {"redis_url": self.redis_url, "key_prefix": self.key_prefix, "workloads": self.workloads,
+                "_store": None}
 
     def store(self):
         if self._store is None:
@@ -41,7 +46,11 @@ class JudgeAddresses:
     def __call__(self, judge: str) -> JudgeTarget | None:
         """The judge's address and served name (it is named by its endpoint id, or the name of a
         READY endpoint) while READY, else None."""
-        doc = find_endpoint(self.store(), judge)
-        if not doc or doc.get("phase") != EndpointPhase.READY:
+        scope = self.workloads.get(judge)
+        try:
+            doc = find_endpoint(self.store(), judge, may_use=(lambda w: w == scope) if scope else (lambda w: True))
+        except Conflict:  # a run stored before judges were scoped, whose judge's name two workloads use
+            return None
+        if not doc or (scope and doc.get("workload") != scope) or doc.get("phase") != EndpointPhase.READY:
             return None
         return JudgeTarget(doc["address"], doc["id"]) if doc.get("address") else None

@@ -32,7 +32,7 @@ def send(http, api_url, admin, model: str):
 def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, client, admin, http, api_url):
     context = app.extensions["trainer"]
     first = ready(app, client, admin, name="chat")
-    assert context.redis.get(context.keys.endpoint_name("chat")) == first["id"]
+    assert context.redis.smembers(context.keys.endpoint_names("chat")) == {first["id"]}
     assert send(http, api_url, admin, "chat").json()["error"]["details"] == {"endpoint": first["id"]}  # 502: forwarded
 
     client.delete(f"/v1/endpoints/{first['id']}", headers=admin)
@@ -42,8 +42,8 @@ def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, cli
     assert resp.json()["error"]["message"] == "no endpoint has the id or name chat; `training endpoints get` lists them"
 
     second = ready(app, client, admin, name="chat")  # the name is free again; the hint follows
-    assert context.redis.get(context.keys.endpoint_name("chat")) == second["id"]
-    context.redis.delete(context.keys.endpoint_name("chat"))  # no hint at all: the index scan finds it
+    assert context.redis.smembers(context.keys.endpoint_names("chat")) == {second["id"]}  # the ended one dropped
+    context.redis.delete(context.keys.endpoint_names("chat"))  # no hint at all: the index scan finds it
     assert send(http, api_url, admin, "chat").json()["error"]["details"] == {"endpoint": second["id"]}
 
 

@@ -6,7 +6,7 @@ from flask import Blueprint
 
 from services.api import comparisons as service
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_filter
+from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import ComparisonSchema, page_schema, serialise
 from services.api.views import json_object_body
 from shared.states import EvaluationStatus
@@ -32,7 +32,8 @@ def list_comparisons():
         shown[doc["id"]] = view
         return where(view)
 
-    items, cursor = ctx().store.list("cmp", where=derived, limit=limit, after=after)
+    items, cursor = ctx().store.list("cmp", where=derived, limit=limit, after=after,
+                                     cursor_visible=visible_cursor())
     return serialise(page_schema(ComparisonSchema), page([shown[d["id"]] for d in items], cursor))
 
 

@@ -7,7 +7,7 @@ from flask import Blueprint, request
 from services.api.auth import principal, require_workload
 from services.api.context import ctx
 from services.api.datasets import create_dataset, delete_dataset, visible_dataset
-from services.api.paging import page, page_args, visible_filter
+from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import DatasetSchema, page_schema, serialise
 from shared.errors import ValidationFailed
 
@@ -30,7 +30,8 @@ def upload_dataset():
 def list_datasets():
     limit, after = page_args()
     items, cursor = ctx().store.list("ds", where=visible_filter(lambda d: not d.get("deleted"), what="datasets"),
-                                     limit=limit, after=after)
+                                     limit=limit, after=after,
+                                     cursor_visible=visible_cursor())
     return serialise(page_schema(DatasetSchema), page(items, cursor))
 
 

@@ -9,7 +9,7 @@ from services.api import endpoints as service
 from services.api import proxy
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, states_in, visible_filter
+from services.api.paging import log_page, page, page_args, states_in, visible_cursor, visible_filter
 from services.api.scheduling import with_waits
 from services.api.schemas import (
     EndpointLogSchema,
@@ -46,7 +46,7 @@ def list_endpoints():
     phases = states_in(phase, what="endpoints", known=EndpointPhase) if phase else None
     items, cursor = ctx().store.list(
         "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases, what="endpoints",
-                                   statuses=EndpointPhase), limit=limit, after=after)
+                                   statuses=EndpointPhase), limit=limit, after=after, cursor_visible=visible_cursor())
     return serialise(page_schema(EndpointSchema), page(_shown(items), cursor))
 
 

@@ -7,7 +7,7 @@ from flask import Blueprint, request, send_file
 from services.api import evaluations as service
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_filter
+from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
 from services.api.scheduling import with_waits
 from services.api.schemas import EvaluationSchema, EventSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
@@ -37,7 +37,8 @@ def list_evaluations():
     wanted = {field: value for field, value in asked.items() if value}
     where = visible_filter(lambda d: all(d.get(field) == value for field, value in wanted.items()),
                            what="evaluations", statuses=EvaluationStatus)
-    items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after)
+    items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after,
+                                     cursor_visible=visible_cursor())
     return serialise(page_schema(EvaluationSchema), page(_shown(items), cursor))
 
 

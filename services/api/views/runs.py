@@ -7,7 +7,7 @@ from flask import Blueprint
 from services.api import runs as service
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_filter
+from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
 from services.api.scheduling import with_waits
 from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
@@ -24,7 +24,8 @@ def create_run():
 @bp.get("/v1/runs")
 def list_runs():
     limit, after = page_args()
-    items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit, after=after)
+    items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit,
+                                     after=after, cursor_visible=visible_cursor())
     return serialise(page_schema(RunSchema), page(with_waits(ctx(), items, principal()), cursor))
 
 

@@ -11,7 +11,7 @@ from flask import Blueprint, request, send_file
 from services.api.auth import principal, require_workload, visible
 from services.api.branches import with_readable
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_filter
+from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import SnapshotSchema, page_schema, serialise
 from shared import reasons
 from shared.artifacts import UnsafeKey, join
@@ -31,7 +31,8 @@ def list_snapshots():
     limit, after = page_args()
     run = request.args.get("run")
     where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True), what="snapshots")
-    items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after)
+    items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after,
+                                     cursor_visible=visible_cursor())
     return serialise(page_schema(SnapshotSchema), page([with_readable(s) for s in items], cursor))
 
 
