@@ -203,6 +203,17 @@ def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+def serving_key(stack, endpoint_id: str) -> dict[str, str]:
+    """The serving process's own secret, as the trainer's proxy sends it (read from the store: the
+    API never shows it), for the requests sent straight to its address."""
+    from shared.keys import Keys
+    from shared.store import Store, connect
+
+    doc = Store(connect(stack.redis_url), Keys(stack.prefix)).get(endpoint_id) or {}
+    key = (doc.get("process") or {}).get("apiKey")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def run_baseline(stack, doc: dict, n: int, repo: str) -> None:
     proc, base_url = baseline_api(stack, repo)
 
@@ -217,7 +228,7 @@ def run_baseline(stack, doc: dict, n: int, repo: str) -> None:
         direct_url = doc["address"] + "/v1/completions"
         sessions = [requests.Session() for _ in range(3)]
         urls = [direct_url, stack.api_url + "/v1/completions", base_url + "/v1/completions"]
-        heads = [None, auth, auth]
+        heads = [serving_key(stack, doc["id"]), auth, auth]
         for _ in range(WARMUP):
             for s, u, h in zip(sessions, urls, heads):
                 one(s, u, body, h)
@@ -295,6 +306,7 @@ def run(stack, n: int) -> None:
     body = {"prompt": "x", "max_tokens": 1, "temperature": 0}
     direct_body, through_body = {**body, "model": doc["id"]}, {**body, "model": doc["id"]}
     direct_s, through_s = requests.Session(), requests.Session()
+    direct_s.headers.update(serving_key(stack, doc["id"]))
     auth = stack.headers()
     api_pid = stack.processes["api"].pid
 

@@ -243,6 +243,11 @@ def endpoint_name_taken(name: str, endpoint_id: str, phase: str) -> str:
     return f"endpoint name {name} is taken by {endpoint_id} ({phase})"
 
 
+# A request to a serving process's port without its secret (shared/serving/openai_app.py): only the
+# trainer's proxy and the work that started the process hold it.
+SERVING_KEY_REQUIRED = "this serving process answers only requests that carry its key; send them through the trainer"
+
+
 def endpoint_name_ambiguous(name: str, workloads: list[str]) -> str:
     """A name used by live endpoints of several workloads this token may use (names are per workload)."""
     return (f"endpoint name {name} names live endpoints of workloads {', '.join(workloads)}; "

@@ -351,14 +351,17 @@ def parse_judge_score(text: str | None) -> float | None:
 
 
 def ask_judge(address: str, messages: list[dict[str, str]], *, model: str | None = None, max_tokens: int = 8,
-              timeout_s: float = 60.0, session: Any = None) -> str:
-    """One greedy chat completion from a judge's serving process at `address`; returns its text.
-    Raises requests.RequestException when it cannot be reached or answers with an error."""
+              timeout_s: float = 60.0, session: Any = None, api_key: str | None = None) -> str:
+    """One greedy chat completion from a judge's serving process at `address` (with its secret,
+    `api_key`, as the bearer token); returns its text. Raises requests.RequestException when it
+    cannot be reached or answers with an error."""
     import requests
 
     body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": 0}
     if model:
         body["model"] = model
-    response = (session or requests).post(f"{address}/v1/chat/completions", json=body, timeout=timeout_s)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    response = (session or requests).post(f"{address}/v1/chat/completions", json=body, timeout=timeout_s,
+                                          headers=headers)
     response.raise_for_status()
     return response.json()["choices"][0]["message"]["content"] or ""

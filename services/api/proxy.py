@@ -150,7 +150,8 @@ class Gateway:
         rename = _renamer(served_as, body["model"])
         stream = bool(body.get("stream"))
         try:
-            answer = await self.pool.post(doc["address"], path, json.dumps({**body, "model": served_as}).encode())
+            answer = await self.pool.post(doc["address"], path, json.dumps({**body, "model": served_as}).encode(),
+                                          api_key=(doc.get("process") or {}).get("apiKey"))
             data = None if stream else await answer.read()
         except upstream.UpstreamUnreachable:
             latest = await find_endpoint_async(self.redis, self.context.store, doc["id"]) or doc

@@ -487,6 +487,7 @@ INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
     },
     EndpointProcessSchema: {
         "startTicks": "the process's start time in clock ticks, to tell it from a later process with its pid",
+        "apiKey": "the serving process's secret: only the API's proxy sends it (never shown)",
     },
     ComparisonSchema: {
         "snapshots": "the stored half of `rows` (snapshot, run, step, restore), which carries all of it",

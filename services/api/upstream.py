@@ -132,13 +132,15 @@ class Pool:
                 conn.close()
         self._idle.clear()
 
-    async def post(self, base_url: str, path: str, body: bytes) -> Response:
-        """POST `body` (JSON) to `base_url + path`; returns once the answer's status and headers
-        have arrived. Raises `UpstreamUnreachable` if no answer comes."""
+    async def post(self, base_url: str, path: str, body: bytes, *, api_key: str | None = None) -> Response:
+        """POST `body` (JSON) to `base_url + path`, with `api_key` as its bearer token when given (the
+        serving process's own secret); returns once the answer's status and headers have arrived.
+        Raises `UpstreamUnreachable` if no answer comes."""
         parts = urlsplit(base_url)
         address = (parts.hostname or "127.0.0.1", parts.port or 80)
+        auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
         head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nAccept-Encoding: identity\r\n\r\n").encode("latin-1")
+                f"Content-Length: {len(body)}\r\nAccept-Encoding: identity\r\n{auth}\r\n").encode("latin-1")
         idle = self._idle[address]
         while idle:
             conn = idle.pop()

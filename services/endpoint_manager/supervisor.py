@@ -8,6 +8,7 @@ of the manager (which adopts it again) and stopping it stops its whole process g
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -46,14 +47,18 @@ class Started:
 def start(*, spec: Any, devices: list[str], endpoint_id: str, artifacts: ArtifactRoot,
           host: str = "127.0.0.1") -> Started:
     """Write the load spec and start the serving process on a free port of `host` (the interface it
-    listens on). Raises if it cannot."""
+    listens on), with a secret of its own that every request but its /health probe must carry
+    (recorded as `process.apiKey`: the API's proxy sends it, nothing else is given it). Raises if
+    it cannot."""
     from shared.serving.backends import choose_backend
 
     folder = endpoint_dir(artifacts, endpoint_id)
     spec_path = spec.write(folder / SPEC_FILE)
     backend = choose_backend(devices)
     port = free_port("127.0.0.1" if host in ("0.0.0.0", "::") else host)
-    argv, env = backend.command(spec, port=port, spec_path=spec_path, host=host, endpoint_id=endpoint_id)
+    api_key = secrets.token_urlsafe(32)
+    argv, env = backend.command(spec, port=port, spec_path=spec_path, host=host, endpoint_id=endpoint_id,
+                                api_key=api_key)
     log_path = folder / LOG_FILE
     with log_path.open("ab") as log:
         log.write(f"--- {now_iso()} starting: {' '.join(map(str, argv))}\n".encode())
@@ -64,7 +69,7 @@ def start(*, spec: Any, devices: list[str], endpoint_id: str, artifacts: Artifac
         )
     name = getattr(backend, "name", None) or type(backend).__name__
     return Started(popen, {
-        "pid": popen.pid, "port": port, "startedAt": now_iso(), "backend": name,
+        "pid": popen.pid, "port": port, "startedAt": now_iso(), "backend": name, "apiKey": api_key,
         "log": join(endpoint_key(endpoint_id), LOG_FILE), "startTicks": start_ticks(popen.pid),
     })
 

@@ -134,10 +134,12 @@ def _judge(worker, judge_id: str | None, reporter: EvaluationReporter):
         time.sleep(JUDGE_POLL_S)
     address = endpoint["address"].rstrip("/")
     model = endpoint.get("adapterName") or endpoint.get("servedModel")
+    api_key = (endpoint.get("process") or {}).get("apiKey")  # its serving process's secret
 
     def ask(prompt: Any, completion: str, row: dict[str, Any]) -> str | None:
         try:
-            return rewards.ask_judge(address, rewards.judge_messages(prompt, completion, row), model=model)
+            return rewards.ask_judge(address, rewards.judge_messages(prompt, completion, row), model=model,
+                                     api_key=api_key)
         except Exception:  # unreachable, or an error answer: recorded as a row without a judge score
             return None
 

@@ -20,6 +20,7 @@ class JudgeTarget(NamedTuple):
 
     address: str
     model: str | None
+    api_key: str | None = None  # its serving process's secret
 
 
 @dataclass
@@ -53,4 +54,5 @@ class JudgeAddresses:
             return None
         if not doc or (scope and doc.get("workload") != scope) or doc.get("phase") != EndpointPhase.READY:
             return None
-        return JudgeTarget(doc["address"], doc["id"]) if doc.get("address") else None
+        api_key = (doc.get("process") or {}).get("apiKey")
+        return JudgeTarget(doc["address"], doc["id"], api_key) if doc.get("address") else None

@@ -33,9 +33,12 @@ class Backend(Protocol):
     name: str  # "vllm" or "builtin"
 
     def command(
-        self, spec: LoadSpec, *, port: int, spec_path: Path, host: str = "127.0.0.1", endpoint_id: str | None = None
+        self, spec: LoadSpec, *, port: int, spec_path: Path, host: str = "127.0.0.1", endpoint_id: str | None = None,
+        api_key: str | None = None,
     ) -> tuple[list[str], dict[str, str]]:
-        """The serving process's argv and the environment variables to add to the caller's."""
+        """The serving process's argv and the environment variables to add to the caller's. With
+        `api_key`, the process answers only requests that carry it as their bearer token (it is
+        passed in the environment: a command line is readable by every local user)."""
         ...
 
 
@@ -54,12 +57,12 @@ class BuiltinBackend:
     python: str = sys.executable
     name: str = "builtin"
 
-    def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None):
+    def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None, api_key=None):
         argv = [self.python, "-m", "shared.serving.server", "--host", host, "--port", str(port),
                 "--load-spec", str(spec_path)]
         if endpoint_id:
             argv += ["--endpoint-id", endpoint_id]
-        env: dict[str, str] = {}
+        env: dict[str, str] = {"TRAINING_SERVING_API_KEY": api_key} if api_key else {}
         if _is_cuda(self.devices):
             env["CUDA_VISIBLE_DEVICES"] = _cuda_visible(self.devices)
             if spec.batch_invariant:  # deterministic cuBLAS (torch.use_deterministic_algorithms needs it)
@@ -106,7 +109,7 @@ class VllmBackend:
     executable: str = "vllm"
     name: str = "vllm"
 
-    def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None):
+    def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None, api_key=None):
         argv = [
             self.executable, "serve", spec.model_dir,
             "--host", host,
@@ -128,6 +131,8 @@ class VllmBackend:
         }
         if spec.batch_invariant:
             env["VLLM_BATCH_INVARIANT"] = "1"
+        if api_key:  # vLLM checks it on /v1/*; /health stays open for the probe
+            env["VLLM_API_KEY"] = api_key
         return argv, env
 
 

@@ -11,6 +11,7 @@ serialise; generation lives in `generation.py`.
 
 from __future__ import annotations
 
+import hmac
 import json
 import time
 import uuid
@@ -21,9 +22,10 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from shared.errors import TrainerError, ValidationFailed
+from shared.reasons import SERVING_KEY_REQUIRED
 from shared.serving.generation import Generator, Outcome, SamplingParams
 
-ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
+ERROR_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
 OWNED_BY = "the-trainer"
 
 
@@ -50,9 +52,24 @@ def _usage(outcome: Outcome) -> dict[str, int]:
     }
 
 
-def create_app(generator: Generator, log) -> Flask:
+def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flask:
+    """The built-in serving process's routes. With `api_key`, every route but /health (the managers'
+    probe) answers 401 unless the request carries it as its bearer token: only the trainer's proxy,
+    and the run or evaluation that started the process, hold it."""
     app = Flask(__name__)
     spec = generator.spec
+
+    if api_key:
+        expected = f"Bearer {api_key}".encode()
+
+        @app.before_request
+        def _authenticate():
+            if request.path == "/health":
+                return None
+            given = (request.headers.get("Authorization") or "").encode("latin-1", "replace")
+            if not hmac.compare_digest(given, expected):
+                return jsonify(error_body(401, SERVING_KEY_REQUIRED)), 401
+            return None
 
     @app.errorhandler(TrainerError)
     def trainer_error(exc: TrainerError):

@@ -29,6 +29,7 @@ from shared import logs
 from shared.errors import TrainerError
 
 SERVICE = "endpoint-server"
+API_KEY_ENV = "TRAINING_SERVING_API_KEY"  # the bearer token requests must carry (shared/serving/backends.py)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     from werkzeug.serving import make_server
 
     generator = Generator(model, tokenizer, spec)
-    app = create_app(generator, log)
+    # The secret comes in the environment, never on the command line (which every local user can read).
+    app = create_app(generator, log, api_key=os.environ.get(API_KEY_ENV) or None)
     try:
         server = make_server(args.host, args.port, app, threaded=True)
     except OSError as exc:

@@ -186,7 +186,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     (artifacts.scratch(endpoint_key(ready)) / "server.log").write_text("starting\nready\n")
     # what the endpoint manager writes (services/endpoint_manager/supervisor.py and manager.py)
     store.update(ready, lambda d: {**d, "process": {"pid": 4242, "port": 9001, "startedAt": now_iso(),
-                                                    "backend": "builtin", "log": log_file, "startTicks": 123456}})
+                                                    "backend": "builtin", "log": log_file, "startTicks": 123456,
+                                                    "apiKey": "the-serving-secret"}})
     store.update(ready, lambda d: {**d, "phase": "READY", "address": "http://127.0.0.1:9001", "readyAt": now_iso(),
                                    "managerMissingSince": None})
     store.update(ready, lambda d: {**d, "lastRequestAt": now_iso()})  # as the proxy records a request

@@ -42,6 +42,15 @@ class Stack:
     def post(self, path: str, **kw) -> requests.Response:
         return requests.post(self.api_url + path, headers=self.headers(), timeout=30, **kw)
 
+    def serving_key(self, endpoint_id: str) -> dict[str, str]:
+        """The header a request straight to an endpoint's serving process needs: its secret, read
+        from the store as the trainer's proxy reads it (the API never shows it)."""
+        from shared.keys import Keys
+        from shared.store import Store, connect
+
+        doc = Store(connect(self.redis_url), Keys(self.prefix)).get(endpoint_id) or {}
+        return {"Authorization": f"Bearer {(doc.get('process') or {}).get('apiKey')}"}
+
     def log_tail(self, name: str, lines: int = 40) -> str:
         return "\n".join(self.logs[name].read_text(errors="replace").splitlines()[-lines:])
 

@@ -43,6 +43,11 @@ def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
     ready = stack.wait_until("READY", lambda: phase_is(stack, ep["id"], "READY", "FAILED"), timeout_s=120)
     assert ready["phase"] == "READY", ready
     assert ready["address"].startswith("http://127.0.0.1:") and ready["stopsAt"] is None  # idleTimeout 0: never
+    # Straight to its port, without the secret only the trainer's proxy sends: refused (and not a request
+    # the idle stop would count); the answer shows no secret either
+    direct = requests.post(f"{ready['address']}/v1/chat/completions", timeout=30,
+                           json={"model": ep["id"], "messages": [{"role": "user", "content": "hi"}]})
+    assert direct.status_code == 401 and "apiKey" not in ready["process"]
 
     client = OpenAI(base_url=f"{stack.api_url}/v1", api_key=stack.token)
     assert [m.id for m in client.models.list().data] == [ep["id"]]
@@ -64,14 +69,16 @@ def test_serve_a_snapshot_and_answer_through_the_trainer(stack, snapshot):
     assert completion.choices[0].text is not None and completion.model == "tuned"
     assert client.completions.create(model=ep["id"], prompt="Add: 2 + 3", max_tokens=4, temperature=0).model == ep["id"]
 
-    # The serving process answers to the endpoint's id itself (its adapter is loaded under it), and a
-    # user may still load adapters into it at run time and ask for them at its address.
-    direct = OpenAI(base_url=f"{ready['address']}/v1", api_key="none")
+    # The serving process answers to the endpoint's id itself (its adapter is loaded under it), and
+    # whoever holds its secret (the operator, from the store) may still load adapters into it at run
+    # time and ask for them at its address.
+    key = stack.serving_key(ep["id"])
+    direct = OpenAI(base_url=f"{ready['address']}/v1", api_key=key["Authorization"].split()[1])
     assert {m.id for m in direct.models.list().data} == {ep["id"], "builtin/tiny-qwen3"}
     snap = stack.get(f"/v1/snapshots/{snapshot}").json()
     adapter_dir = stack.artifacts / snap["path"] / ((snap.get("contents") or {}).get("weights") or {}).get(
         "path", "adapter")
-    loaded = requests.post(f"{ready['address']}/v1/load_lora_adapter", timeout=60,
+    loaded = requests.post(f"{ready['address']}/v1/load_lora_adapter", timeout=60, headers=key,
                            json={"lora_name": "mine", "lora_path": str(adapter_dir)})
     assert loaded.status_code == 200, loaded.text
     mine = direct.chat.completions.create(model="mine", messages=[{"role": "user", "content": "Reverse: stone"}],
@@ -103,10 +110,10 @@ def test_idle_stop_counts_only_requests_through_the_trainer(stack):
     ep = stack.post("/v1/endpoints", json={"model": "builtin/tiny-qwen3", "idleTimeout": 4}).json()
     ready = stack.wait_until("READY", lambda: phase_is(stack, ep["id"], "READY", "FAILED"), timeout_s=120)
     assert ready["phase"] == "READY" and ready["stopsAt"] is not None
-    # Requests straight to its address do not count...
+    # Requests straight to its address (with its secret) do not count...
     for _ in range(3):
         requests.post(f"{ready['address']}/v1/completions", json={"model": ep["id"], "prompt": "x", "max_tokens": 1},
-                      timeout=30)
+                      timeout=30, headers=stack.serving_key(ep["id"]))
         time.sleep(1)
     # ...requests through the trainer do, and postpone the stop.
     body = {"model": ep["id"], "prompt": "x", "max_tokens": 1}

@@ -144,7 +144,9 @@ def test_granted_endpoint_starts_answers_and_stops_when_the_user_asks(cluster):
     assert health(doc["address"]) == 200
     assert doc["address"] == f"http://127.0.0.1:{doc['process']['port']}"
     assert doc["process"]["backend"] == "builtin" and doc["readyAt"]
-    models = requests.get(f"{doc['address']}/v1/models", timeout=5).json()
+    assert requests.get(f"{doc['address']}/v1/models", timeout=5).status_code == 401  # its secret is needed
+    models = requests.get(f"{doc['address']}/v1/models", timeout=5,
+                          headers={"Authorization": f"Bearer {doc['process']['apiKey']}"}).json()
     assert endpoint_id in [m["id"] for m in models["data"]]
     assert (cluster.config.artifact_root / doc["process"]["log"]).is_file()
     assert cluster.messages(endpoint_id) == [

@@ -12,10 +12,10 @@ from shared.store import Store, connect
 def test_a_judge_has_an_address_only_while_ready_by_id_or_name(redis_url, key_prefix):
     store = Store(connect(redis_url), Keys(key_prefix))
     store.create({"id": "ep-judge1", "kind": "endpoint", "name": "grader", "phase": "READY",
-                  "address": "http://127.0.0.1:9"})
+                  "address": "http://127.0.0.1:9", "process": {"apiKey": "its-secret"}})
     store.create({"id": "ep-judge2", "kind": "endpoint", "name": "other", "phase": "STARTING", "address": None})
     addresses = JudgeAddresses(redis_url, key_prefix)
-    assert addresses("ep-judge1") == addresses("grader") == ("http://127.0.0.1:9", "ep-judge1")
+    assert addresses("ep-judge1") == addresses("grader") == ("http://127.0.0.1:9", "ep-judge1", "its-secret")
     assert addresses("ep-judge2") is None and addresses("other") is None and addresses("ep-none") is None
 
     def restarted(doc):

@@ -88,7 +88,8 @@ def _judge_reward(judge: str, judge_address, reporter, clock: RewardClock, wait_
             target = judge_address(judge) if judge_address else None  # judges.JudgeTarget
             if target:
                 try:
-                    return ask_judge(target.address, messages, model=target.model, session=session)
+                    return ask_judge(target.address, messages, model=target.model, session=session,
+                                     api_key=getattr(target, "api_key", None))
                 except requests.RequestException as exc:
                     problem = f"{type(exc).__name__}: {exc}"
             if time.monotonic() >= deadline:

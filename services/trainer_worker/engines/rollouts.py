@@ -16,6 +16,7 @@ project cannot run in its CI (docs/grpo.md says so).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import time
@@ -64,6 +65,8 @@ class RolloutServer:
     current: str | None = None  # the adapter name rollouts are generated with
     current_dir: Path | None = None
     handed_step: int | None = None  # the optimizer step whose adapter the server holds
+    # its secret: the server answers only requests that carry it (nobody else on the node can sample)
+    api_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
     @property
     def base_url(self) -> str:
@@ -85,7 +88,8 @@ class RolloutServer:
         name, directory = self._initial_policy(peft_model, step)
         spec = self._spec({name: str(directory)} if directory is not None else {})
         spec_path = spec.write(self.work_dir / "load_spec.json")
-        argv, extra_env = choose_backend(self.devices).command(spec, port=self.port, spec_path=spec_path)
+        argv, extra_env = choose_backend(self.devices).command(spec, port=self.port, spec_path=spec_path,
+                                                               api_key=self.api_key)
         env = {**os.environ, **extra_env}
         env.setdefault("TRAINING_LOG_LEVEL", "WARNING")
         root = Path(__file__).resolve().parents[3]
@@ -151,7 +155,8 @@ class RolloutServer:
         return HandOff(step=step, name=name, bytes=size, seconds=time.perf_counter() - started)
 
     def _post(self, path: str, body: dict[str, Any]) -> requests.Response:
-        response = requests.post(f"{self.base_url}{path}", json=body, timeout=REQUEST_TIMEOUT_S)
+        response = requests.post(f"{self.base_url}{path}", json=body, timeout=REQUEST_TIMEOUT_S,
+                                 headers={"Authorization": f"Bearer {self.api_key}"})
         if response.status_code != 200:
             raise RuntimeError(f"the rollout server answered {path} with {response.status_code}: {response.text[:500]}")
         return response

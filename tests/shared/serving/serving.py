@@ -31,8 +31,9 @@ class ServingProcess:
     """The built-in server as a subprocess, started the way the endpoint manager starts it
     (`BuiltinBackend.command`), with its stderr (JSON log lines) kept in a file."""
 
-    def __init__(self, spec: LoadSpec, workdir: Path, *, endpoint_id: str | None = None):
+    def __init__(self, spec: LoadSpec, workdir: Path, *, endpoint_id: str | None = None, api_key: str | None = None):
         self.spec = spec
+        self.api_key = api_key
         self.workdir = Path(workdir)
         self.port = free_port()
         self.spec_path = spec.write(self.workdir / "load_spec.json")
@@ -48,7 +49,7 @@ class ServingProcess:
 
     def start(self) -> ServingProcess:
         argv, extra_env = BuiltinBackend().command(self.spec, port=self.port, spec_path=self.spec_path,
-                                                   endpoint_id=self.endpoint_id)
+                                                   endpoint_id=self.endpoint_id, api_key=self.api_key)
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, **extra_env},
                                      stdout=subprocess.DEVNULL, stderr=open(self.log_path, "wb"))

@@ -12,6 +12,7 @@ import requests
 import torch
 from openai import OpenAI
 
+from shared import reasons
 from shared.load_spec import load_model
 from tests.shared.serving.conftest import SERVED_NAME
 from tests.shared.serving.serving import ServingProcess
@@ -253,3 +254,26 @@ def test_sigterm_exits_zero_even_while_generating(server, client):
     next(iter(stream))
     assert server.terminate() == 0
     assert '"event": "stopping"' in server.log()
+
+
+def test_with_a_key_only_requests_that_carry_it_are_served(base_spec, tmp_path):
+    """The endpoint manager and a grpo run start their serving processes with a secret (in the
+    environment, not on the command line); a request to the port without it is refused in the
+    OpenAI error shape, and the managers' /health probe needs none."""
+    server = ServingProcess(base_spec, tmp_path, api_key="s3cret-key").start().wait_ready()
+    try:
+        body = {"model": SERVED_NAME, "prompt": "Reverse: stone", "max_tokens": 2, "temperature": 0}
+        refused = requests.post(f"{server.base_url}/v1/completions", json=body, timeout=30)
+        assert refused.status_code == 401 and refused.json() == {"error": {
+            "message": reasons.SERVING_KEY_REQUIRED, "type": "AuthenticationError", "param": None, "code": 401}}
+        wrong = requests.post(f"{server.base_url}/v1/models", headers={"Authorization": "Bearer nope"}, timeout=30)
+        assert wrong.status_code == 401 and requests.get(f"{server.base_url}/v1/models", timeout=30).status_code == 401
+        served = requests.post(f"{server.base_url}/v1/completions", json=body, timeout=60,
+                               headers={"Authorization": "Bearer s3cret-key"})
+        assert served.status_code == 200 and served.json()["choices"]
+        assert requests.get(f"{server.base_url}/health", timeout=5).status_code == 200
+        assert "s3cret-key" not in " ".join(server.proc.args)  # not on its command line
+        assert reasons.SERVING_KEY_REQUIRED == (
+            "this serving process answers only requests that carry its key; send them through the trainer")
+    finally:
+        server.terminate()
