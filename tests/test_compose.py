@@ -52,3 +52,25 @@ def test_worker_node_is_declared_in_the_compose_deployment_config():
     for name, spec in services().items():
         if name.startswith("worker"):
             assert spec["command"][spec["command"].index("--node") + 1] in nodes
+
+
+def test_no_secret_has_a_default_and_nothing_is_open_without_one():
+    """Compose would publish the API with `change-me` and Flower without auth (issue 14): every
+    secret is a required variable (`${VAR:?...}`: compose refuses to start without it), Redis needs
+    its password and has the dangerous commands off, Flower needs basic auth and binds to loopback."""
+    text = (REPO / "docker-compose.yml").read_text()
+    assert "change-me" not in text and ":-" not in text  # no variable with a default
+    trainer = services()["api"]["environment"]
+    assert trainer["TRAINING_ADMIN_TOKEN"].startswith("${TRAINING_ADMIN_TOKEN:?")
+    assert trainer["TRAINING_REDIS_URL"].startswith("redis://:${TRAINING_REDIS_PASSWORD:?")
+    redis_cmd = services()["redis"]["command"]
+    assert redis_cmd[redis_cmd.index("--requirepass") + 1].startswith("${TRAINING_REDIS_PASSWORD:?")
+    renamed = {redis_cmd[i + 1] for i, arg in enumerate(redis_cmd) if arg == "--rename-command"}
+    assert {"CONFIG", "MODULE", "DEBUG", "FLUSHALL"} <= renamed
+    assert "ports" not in services()["redis"]
+    flower = services()["flower"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+    assert all(port.startswith("127.0.0.1:") for port in flower["ports"])
+    for name, spec in services().items():
+        url = (spec.get("environment") or {}).get("TRAINING_REDIS_URL")
+        assert name == "redis" or url is None or "${TRAINING_REDIS_PASSWORD:?" in url, name

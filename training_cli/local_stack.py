@@ -1,6 +1,6 @@
 """`training up` / `training down`: the whole stack as local processes on the embedded default.
 
-    redis      (only if none answers at TRAINING_REDIS_URL)  shared/redis_server.py
+    redis      its own, password-protected (unless TRAINING_REDIS_URL or the config names one that answers)
     api        python -m services.api.main --host 127.0.0.1 --port PORT
     scheduler  python -m services.scheduler.main
     worker-N   python -m services.trainer_worker.worker --node N   (one per node of the config)
@@ -26,7 +26,7 @@ from rich.console import Console
 import shared
 from shared.config import load_config, training_home
 from shared.errors import TrainerError
-from shared.redis_server import RedisStartError, ensure_redis, port_in_use
+from shared.redis_server import RedisStartError, ensure_redis, free_port, port_in_use
 from training_cli.errors import CliError
 from training_cli.settings import write_cli_config
 from training_cli.stack_state import ServiceRecord, StackState, tail
@@ -100,8 +100,12 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, dict[str, subprocess.Pope
     nodes = [node.name for pool in config.pools.values() for node in pool.nodes]
 
     processes: dict[str, subprocess.Popen] = {}
+    # With no Redis named (the embedded default), the stack starts one of its own on a free local
+    # port rather than writing into whatever answers at 6379; a Redis it starts requires the
+    # password kept beside the admin token, and the URL the services get carries it.
+    wanted = config.redis_url if config.redis_url_given else f"redis://127.0.0.1:{free_port()}/0"
     try:
-        redis_url, redis_process = ensure_redis(config.redis_url, state.redis_dir)
+        redis_url, redis_process = ensure_redis(wanted, state.redis_dir, password=state.redis_password())
     except RedisStartError as exc:
         raise CliError(str(exc)) from None
     if redis_process is not None:

@@ -97,23 +97,37 @@ class StackState:
     # -- admin token and address --------------------------------------------------------------
     def admin_token(self) -> str:
         """Generated once, kept (0600) so a restarted stack accepts the same token."""
-        path = self.root / "admin_token"
+        return self._secret("admin_token", "adm-")
+
+    def redis_password(self) -> str:
+        """The password of the Redis this stack starts, beside the admin token (0600), kept so a
+        restarted stack opens the same data."""
+        return self._secret("redis_password", "")
+
+    def _secret(self, name: str, prefix: str) -> str:
+        path = self.root / name
         if path.exists() and path.read_text().strip():
             return path.read_text().strip()
-        token = "adm-" + secrets.token_urlsafe(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(token + "\n")
-        return token
+        value = prefix + secrets.token_urlsafe(32)
+        _write_private(path, value + "\n")
+        return value
 
     def save_info(self, info: dict[str, Any]) -> None:
-        (self.root / "stack.json").write_text(json.dumps(info, indent=2))
+        # It holds the Redis URL, password included: readable by this user only.
+        _write_private(self.root / "stack.json", json.dumps(info, indent=2))
 
     def info(self) -> dict[str, Any]:
         try:
             return json.loads((self.root / "stack.json").read_text())
         except (OSError, ValueError):
             return {}
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.chmod(path, 0o600)  # an older file keeps its mode through O_TRUNC
 
 
 def _stop_rank(name: str) -> int:

@@ -9,7 +9,9 @@ import argparse
 
 import uvicorn
 
-from shared import logs
+from shared import logs, reasons
+from shared.config import MIN_TOKEN_LENGTH, load_config, weak_tokens
+from shared.errors import TrainerError
 
 GRACEFUL_SHUTDOWN_S = 30  # on SIGTERM, requests in flight (a streamed answer) get this long to end
 
@@ -19,7 +21,18 @@ def served_app():
     from services.api.asgi import create_asgi_app
 
     logs.configure("api")
-    return create_asgi_app()
+    config = load_config()
+    refuse_weak_tokens(config)
+    return create_asgi_app(config)
+
+
+def refuse_weak_tokens(config) -> None:
+    """An API guarded by a guessable token is not guarded: refuse to serve (exit 2) and say why."""
+    weak = weak_tokens(config)
+    if weak:
+        message = reasons.weak_tokens_refused(weak, MIN_TOKEN_LENGTH)
+        logs.get("api").error("cannot start", error=message)
+        raise SystemExit(message)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,6 +42,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args(argv)
     logs.configure("api")
+    try:
+        refuse_weak_tokens(load_config())  # before uvicorn starts: a clear exit, not a worker that dies
+    except TrainerError as exc:
+        logs.get("api").error("cannot start", error=exc.message)
+        raise SystemExit(exc.message) from None
     uvicorn.run("services.api.main:served_app", factory=True, host=args.host, port=args.port,
                 workers=args.workers, loop="uvloop", http="httptools", lifespan="on",
                 log_config=None, log_level="warning", access_log=False,

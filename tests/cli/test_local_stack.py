@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 import yaml
 from click.testing import CliRunner
 
@@ -52,6 +53,16 @@ def test_up_down_and_quickstart(fake_services, home):
         assert cli_yaml == {"apiUrl": f"http://127.0.0.1:{port}", "token": state.admin_token()}
         redis_url = state.info()["redisUrl"]
         assert redis_answers(redis_url)
+        # the Redis it started requires the password kept beside the admin token, and refuses the
+        # commands that reach beyond the data (issue 14)
+        password = state.redis_password()
+        assert f":{password}@127.0.0.1:" in redis_url
+        assert not redis_answers(redis_url.replace(f":{password}@", "@"))
+        with pytest.raises(redis.ResponseError, match="unknown command"):
+            redis.Redis.from_url(redis_url).execute_command("CONFIG", "SET", "dir", "/tmp")
+        for secret in ("admin_token", "redis_password", "stack.json"):
+            assert (state.root / secret).stat().st_mode & 0o077 == 0, secret
+        assert password not in " ".join(records["redis"].command)  # in a 0600 file, not on its command line
 
         again = runner.invoke(cli, ["up", "--detach", "--port", str(port)], catch_exceptions=False)
         assert again.exit_code == 0 and "already up" in again.output
@@ -92,3 +103,18 @@ def test_a_service_that_dies_fails_up_with_its_log(fake_services, monkeypatch):
     assert "scheduler: no broker" in result.output
     assert result.output.rstrip().endswith("error: the local stack did not come up (scheduler exited with code 3)")
     assert StackState().records() == []  # what did start was stopped again
+
+
+def test_with_no_redis_named_the_stack_starts_its_own_rather_than_using_whatever_answers(fake_services, monkeypatch):
+    """The embedded default names no Redis: the stack does not write into a Redis that happens to
+    answer at 127.0.0.1:6379 (another user's, unauthenticated), it starts its own, with a password."""
+    monkeypatch.delenv("TRAINING_REDIS_URL")
+    runner = CliRunner()
+    try:
+        assert runner.invoke(cli, ["up", "--detach", "--port", str(free_port())], catch_exceptions=False).exit_code == 0
+        state = StackState()
+        url = state.info()["redisUrl"]
+        assert url.startswith(f"redis://:{state.redis_password()}@127.0.0.1:") and ":6379/" not in url
+        assert "redis" in {r.name for r in state.records()} and redis_answers(url)
+    finally:
+        runner.invoke(cli, ["down"], catch_exceptions=False)
