@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from shared import json_values
 from shared.errors import ValidationFailed
 
 # Every row format, in the order sentences name them.
@@ -124,12 +125,19 @@ class Row:
 
 def _lines(text: str) -> Iterator[tuple[int, dict[str, Any] | None, tuple[str, str] | None]]:
     """(line number, row, None) for each non-blank line that is a JSON object, else (line number,
-    None, (field, problem)). Upload validation and every reader of a dataset split lines alike."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    None, (field, problem)). Upload validation and every reader of a dataset split lines alike:
+    at "\n" (a "\r" before it dropped), as JSONL means; never at the other breaks str.splitlines
+    knows (U+2028, U+2029, U+0085), which a JSON string may hold as they are. A row may nest
+    json_values.MAX_DEPTH levels and hold no lone surrogate (the field is named)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json_values.loads(line)
+        except json_values.JsonRefused as exc:
+            yield number, None, (exc.field or "(line)", exc.problem)
+            continue
         except json.JSONDecodeError as exc:
             yield number, None, ("(line)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
             continue
@@ -152,7 +160,8 @@ def read_rows(path: Path | str) -> list[Row]:
     for number, row, fault in _lines(text):
         if fault is not None:
             field_, problem = fault
-            raise ValidationFailed(f"dataset line {number} {problem}", details={"line": number, "field": field_})
+            where = "" if field_ == "(line)" else f", field {field_},"
+            raise ValidationFailed(f"dataset line {number}{where} {problem}", details={"line": number, "field": field_})
         rows.append(Row(number, row))
     return rows
 

@@ -6,15 +6,20 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from shared import reasons
 from shared.errors import ValidationFailed
-from shared.plans import _flatten
+from shared.plans import MAX_GPUS, WORKLOAD_PATTERN, FullMatch, _flatten, count
 
 DEFAULT_IDLE_TIMEOUT_S = 3600
 DEFAULT_START_TIMEOUT_S = 600
+# Longer than any endpoint is left alone, and short enough that every time derived from it
+# (stopsAt, the idle and start deadlines) is a date a datetime holds.
+MAX_TIMEOUT_S = 30 * 24 * 3600
 
 # A name stands where an id may (`model` of a proxied request, the endpoint routes), so it may not
-# look like one: shared/endpoint_names.find_endpoint reads "ep-..." as an id.
-NAME_PATTERN = r"^(?!ep-)[A-Za-z0-9_.:-]{1,64}$"
+# look like one: shared/endpoint_names.find_endpoint reads "ep-..." as an id. Nor may it be `.` or
+# `..`, which a URL path (GET /v1/endpoints/NAME) reads as a step up.
+NAME_PATTERN = r"^(?!ep-)(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$"
 NAME_RULE = "1 to 64 letters, digits or `_.:-`, not starting with `ep-` (the ids' prefix)"
 
 
@@ -25,17 +30,20 @@ class EndpointCreateSchema(Schema):
     model = fields.String(required=True, metadata={"description": "base-model id from the catalog"})
     snapshot = fields.String(load_default=None, allow_none=True,
                              metadata={"description": "serve this snapshot's adapter over the model"})
-    name = fields.String(load_default=None, allow_none=True, validate=validate.Regexp(NAME_PATTERN, error=NAME_RULE),
+    name = fields.String(load_default=None, allow_none=True,
+                         validate=[validate.NoneOf((".", ".."), error=reasons.ENDPOINT_NAME_DOTS),
+                                   FullMatch(NAME_PATTERN, error=NAME_RULE)],
                          metadata={"description": "a name requests may use as `model` instead of the id, "
                                                   "and `training endpoints get|delete|logs` instead of the id"})
-    gpus = fields.Integer(load_default=1, validate=validate.Range(min=1, max=64))
+    gpus = count(load_default=1, minimum=1, maximum=MAX_GPUS, why="GPUs of one node",
+                 description="GPUs (or CPU slots) of one node it serves on")
     pool = fields.String(load_default=None, allow_none=True)
-    idleTimeout = fields.Integer(load_default=DEFAULT_IDLE_TIMEOUT_S, validate=validate.Range(min=0),
-                                 metadata={"description": "seconds without a request through the trainer before "
-                                                          "it stops; 0 = never"})
-    startTimeout = fields.Integer(load_default=DEFAULT_START_TIMEOUT_S, validate=validate.Range(min=1),
-                                  metadata={"description": "seconds it may take to become READY (again)"})
-    workload = fields.String(load_default=None, allow_none=True, validate=validate.Regexp(r"^[A-Za-z0-9_.-]{1,64}$"))
+    idleTimeout = count(load_default=DEFAULT_IDLE_TIMEOUT_S, minimum=0, maximum=MAX_TIMEOUT_S,
+                        why="30 days; 0 turns idle stop off",
+                        description="seconds without a request through the trainer before it stops; 0 = never")
+    startTimeout = count(load_default=DEFAULT_START_TIMEOUT_S, minimum=1, maximum=MAX_TIMEOUT_S, why="30 days",
+                         description="seconds it may take to become READY (again)")
+    workload = fields.String(load_default=None, allow_none=True, validate=FullMatch(WORKLOAD_PATTERN))
 
 
 def parse_endpoint(body: Any) -> dict[str, Any]:
@@ -46,4 +54,5 @@ def parse_endpoint(body: Any) -> dict[str, Any]:
     except ValidationError as exc:
         fields_ = _flatten(exc.messages)
         first, problems = next(iter(fields_.items()))
-        raise ValidationFailed(f"endpoint field {first}: {problems[0]}", details={"fields": fields_}) from None
+        raise ValidationFailed(f"endpoint field {first}: {problems[0]}",
+                               details={"field": first, "fields": fields_}) from None

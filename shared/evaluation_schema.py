@@ -8,9 +8,9 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from shared.errors import ValidationFailed
-from shared.plans import RewardSchema, _flatten
+from shared.plans import MAX_GPUS, WORKLOAD_PATTERN, FullMatch, RewardSchema, _flatten, count
 
-_WORKLOAD = validate.Regexp(r"^[A-Za-z0-9_.-]{1,64}$")
+_WORKLOAD = FullMatch(WORKLOAD_PATTERN)
 
 
 class EvaluationCreateSchema(Schema):
@@ -22,8 +22,8 @@ class EvaluationCreateSchema(Schema):
                              metadata={"description": "score this snapshot's adapter over the model; "
                                                       "none scores the base model"})
     dataset = fields.String(required=True, metadata={"description": "dataset id: chat, completion or prompt rows"})
-    gpus = fields.Integer(load_default=1, validate=validate.Range(min=1, max=64),
-                          metadata={"description": "GPUs (or CPU slots) of one node it scores on"})
+    gpus = count(load_default=1, minimum=1, maximum=MAX_GPUS, why="GPUs of one node",
+                 description="GPUs (or CPU slots) of one node it scores on")
     pool = fields.String(load_default=None, allow_none=True,
                          metadata={"description": "pool to queue in; default: the deployment's default pool"})
     judge = fields.String(load_default=None, allow_none=True,
@@ -36,9 +36,9 @@ class EvaluationCreateSchema(Schema):
                                                    "registered by the deployment (`{function, ...parameters}` as "
                                                    "in a grpo plan); default: exact_match where rows carry "
                                                    "answers"})
-    maxTokens = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=4096),
-                               metadata={"description": "most tokens of each greedy completion; default: the "
-                                                        "model's generation config"})
+    maxTokens = count(load_default=None, allow_none=True, minimum=1, maximum=4096, why="the longest completion "
+                      "an evaluation scores", description="most tokens of each greedy completion; default: the "
+                                                          "model's generation config")
 
 
 class ComparisonCreateSchema(Schema):
@@ -46,15 +46,17 @@ class ComparisonCreateSchema(Schema):
         unknown = RAISE
 
     snapshots = fields.List(fields.String(), required=True, validate=validate.Length(min=2, max=16),
-                            metadata={"description": "the snapshots to compare (a parent and its branches), "
+                            metadata={"uniqueItems": True,
+                                      "description": "the snapshots to compare (a parent and its branches), "
                                                      "all of one base model"})
     dataset = fields.String(required=True, metadata={"description": "dataset id every snapshot is scored on"})
     pool = fields.String(load_default=None, allow_none=True,
                          metadata={"description": "pool its evaluations queue in; default: the default pool"})
     workload = fields.String(load_default=None, allow_none=True, validate=_WORKLOAD,
                              metadata={"description": "the quota group of its evaluations (default: evaluations)"})
-    maxTokens = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=4096),
-                               metadata={"description": "most tokens of each greedy completion"})
+    maxTokens = count(load_default=None, allow_none=True, minimum=1, maximum=4096,
+                      why="the longest completion an evaluation scores",
+                      description="most tokens of each greedy completion")
 
 
 def _parse(schema: Schema, body: Any, what: str) -> dict[str, Any]:
@@ -65,7 +67,8 @@ def _parse(schema: Schema, body: Any, what: str) -> dict[str, Any]:
     except ValidationError as exc:
         fields_ = _flatten(exc.messages)
         first, problems = next(iter(fields_.items()))
-        raise ValidationFailed(f"{what} field {first}: {problems[0]}", details={"fields": fields_}) from None
+        raise ValidationFailed(f"{what} field {first}: {problems[0]}",
+                               details={"field": first, "fields": fields_}) from None
 
 
 def parse_evaluation(body: Any) -> dict[str, Any]:
@@ -74,7 +77,8 @@ def parse_evaluation(body: Any) -> dict[str, Any]:
         if reward.get("judge"):
             raise ValidationFailed(f"evaluation field rewards.{i}.judge: an evaluation's rewards are reward "
                                    "functions; its judge is the `judge` field",
-                                   details={"fields": {f"rewards.{i}.judge": ["not here"]}})
+                                   details={"field": f"rewards.{i}.judge",
+                                            "fields": {f"rewards.{i}.judge": ["not here"]}})
     return spec
 
 
@@ -82,5 +86,5 @@ def parse_comparison(body: Any) -> dict[str, Any]:
     spec = _parse(ComparisonCreateSchema(), body, "comparison")
     if len(set(spec["snapshots"])) != len(spec["snapshots"]):
         raise ValidationFailed("comparison field snapshots: names a snapshot twice",
-                               details={"fields": {"snapshots": ["duplicate"]}})
+                               details={"field": "snapshots", "fields": {"snapshots": ["duplicate"]}})
     return spec

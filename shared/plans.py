@@ -24,13 +24,42 @@ RESTORE_KINDS = ("weights", "trainingState")
 # A plan that gives neither maxSteps nor epochs trains one pass over its dataset.
 EPOCHS_WITHOUT_MAX_STEPS = 1.0
 
+# The bounds of the numeric fields: what the engines can honour, each saying why in its help text.
+# Integer fields are strict (3.5 and "3" are refused, never rounded); floats are finite.
+MAX_GPUS = 64  # the most devices one node has
+MAX_STEPS = 10_000_000  # optimizer steps (and warm-up, snapshot and validation intervals)
+MAX_EPOCHS = 10_000.0
+MAX_SEED = 2**32 - 1  # torch, numpy and random all take a seed of 0 .. 2^32-1
+MAX_RANK = 1024
+WORKLOAD_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+# apispec writes Range(min_inclusive=False) as a plain minimum; the document says it is exclusive
+ABOVE_MINIMUM = {"exclusiveMinimum": True}
+
+
+class FullMatch(validate.Regexp):
+    """A Regexp validator that matches the whole string: marshmallow's `Regexp` uses re.match, whose
+    `$` also matches before a trailing newline (`"chat\\n"` would pass). The OpenAPI document shows
+    the same pattern, which JSON Schema reads as ECMAScript, where `$` is the very end."""
+
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, str) or self.regex.fullmatch(value) is None:
+            raise ValidationError(self._format_error(value))
+        return value
+
+
+def count(*, minimum: int, maximum: int, why: str, **kw: Any) -> fields.Integer:
+    """A whole-number field from `minimum` to `maximum`; its help text says the range and why."""
+    description = kw.pop("description")
+    return fields.Integer(strict=True, validate=validate.Range(min=minimum, max=maximum),
+                          metadata={"description": f"{description} ({minimum} to {maximum}: {why})"}, **kw)
+
 
 class ExecutionSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    gpus = fields.Integer(load_default=1, validate=validate.Range(min=1, max=64),
-                          metadata={"description": "GPUs (or CPU slots) of one node the run trains on"})
+    gpus = count(load_default=1, minimum=1, maximum=MAX_GPUS, why="GPUs of one node",
+                 description="GPUs (or CPU slots) of one node the run trains on")
     pool = fields.String(load_default=None, allow_none=True,
                          metadata={"description": "pool to queue in; default: the deployment's default pool"})
 
@@ -39,14 +68,17 @@ class AdapterSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    rank = fields.Integer(load_default=8, validate=validate.Range(min=1, max=1024),
-                          metadata={"description": "LoRA rank r"})
-    alpha = fields.Float(load_default=16.0, validate=validate.Range(min=0, min_inclusive=False),
-                         metadata={"description": "LoRA alpha (scaling = alpha / rank)"})
+    rank = count(load_default=8, minimum=1, maximum=MAX_RANK, why="past that it is hardly low-rank; vLLM serves "
+                 "adapters up to 512", description="LoRA rank r")
+    alpha = fields.Float(load_default=16.0, validate=validate.Range(min=0, max=100_000, min_inclusive=False),
+                         metadata={"description": "LoRA alpha (scaling = alpha / rank; above 0, at most 100000)",
+                                   **ABOVE_MINIMUM})
     dropout = fields.Float(load_default=0.0, validate=validate.Range(min=0, max=1, max_inclusive=False),
-                           metadata={"description": "LoRA dropout"})
+                           metadata={"description": "LoRA dropout (0 or more, below 1)", "exclusiveMaximum": True})
     targetModules = fields.Raw(load_default="all-linear",
-                               metadata={"description": "module names to adapt, or \"all-linear\""})
+                               metadata={"description": "module names to adapt, each one of the model's "
+                                                        "loraTargetModules (GET /v1/base-models/MODEL), or "
+                                                        "\"all-linear\""})
 
     @validates_schema
     def _targets(self, data: dict[str, Any], **_: Any) -> None:
@@ -63,20 +95,24 @@ class HyperparametersSchema(Schema):
         unknown = RAISE
 
     learningRate = fields.Float(load_default=2e-3, validate=validate.Range(min=0, max=1, min_inclusive=False),
-                                metadata={"description": "peak learning rate"})
-    epochs = fields.Float(load_default=None, allow_none=True, validate=validate.Range(min=0, min_inclusive=False),
-                          metadata={"description": "passes over the dataset (ignored when maxSteps is set)"})
-    maxSteps = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=10_000_000),
-                              metadata={"description": "optimizer steps to train"})
-    batchSize = fields.Integer(load_default=8, validate=validate.Range(min=1, max=65536),
-                               metadata={"description": "global batch size, the same whatever the GPU count"})
-    gradientAccumulation = fields.Integer(load_default=1, validate=validate.Range(min=1, max=1024),
-                                          metadata={"description": "micro-batches per optimizer step"})
-    warmupSteps = fields.Integer(load_default=0, validate=validate.Range(min=0),
-                                 metadata={"description": "linear warm-up steps"})
-    seed = fields.Integer(load_default=42, metadata={"description": "random seed"})
-    maxSeqLength = fields.Integer(load_default=512, validate=validate.Range(min=8, max=1_048_576),
-                                  metadata={"description": "longest tokenized row; longer rows are cut"})
+                                metadata={"description": "peak learning rate (above 0, at most 1)", **ABOVE_MINIMUM})
+    epochs = fields.Float(load_default=None, allow_none=True,
+                          validate=validate.Range(min=0, max=MAX_EPOCHS, min_inclusive=False),
+                          metadata={"description": "passes over the dataset (ignored when maxSteps is set; above 0, "
+                                                   "at most 10000, and at most 10000000 steps: "
+                                                   "epochs x rows / batchSize)", **ABOVE_MINIMUM})
+    maxSteps = count(load_default=None, allow_none=True, minimum=1, maximum=MAX_STEPS,
+                     why="months of training at the fastest step rate", description="optimizer steps to train")
+    batchSize = count(load_default=8, minimum=1, maximum=65536, why="rows a step can hold",
+                      description="global batch size, the same whatever the GPU count")
+    gradientAccumulation = count(load_default=1, minimum=1, maximum=1024, why="micro-batches a step can hold",
+                                 description="micro-batches per optimizer step")
+    warmupSteps = count(load_default=0, minimum=0, maximum=MAX_STEPS, why="as many as maxSteps may be",
+                        description="linear warm-up steps")
+    seed = count(load_default=42, minimum=0, maximum=MAX_SEED, why="torch, numpy and random take 32-bit seeds",
+                 description="random seed")
+    maxSeqLength = count(load_default=512, minimum=8, maximum=1_048_576, why="the longest context of any model",
+                         description="longest tokenized row; longer rows are cut")
 
     @validates_schema
     def _length(self, data: dict[str, Any], **_: Any) -> None:
@@ -96,10 +132,15 @@ class RewardSchema(Schema):
 
     function = fields.String(load_default=None, allow_none=True, metadata={"description": "reward function name"})
     judge = fields.String(load_default=None, allow_none=True, metadata={"description": "judge endpoint id"})
-    weight = fields.Float(load_default=1.0, metadata={"description": "what this reward counts for in the total"})
-    field = fields.Raw(metadata={"description": "exact_match: the dataset field to match (default answer)"})
-    pattern = fields.Raw(metadata={"description": "regex: the pattern the whole completion must match"})
-    target = fields.Raw(metadata={"description": "length: the target length in characters"})
+    weight = fields.Float(load_default=1.0, validate=validate.Range(min=-1_000_000, max=1_000_000),
+                          metadata={"description": "what this reward counts for in the total (-1000000 to 1000000, "
+                                                   "so the weighted sum stays a finite float)"})
+    # null is "not given", as the built-in functions read it
+    field = fields.Raw(allow_none=True, metadata={
+        "description": "exact_match: the dataset field to match (default answer)"})
+    pattern = fields.Raw(allow_none=True, metadata={
+        "description": "regex: the pattern the whole completion must match"})
+    target = fields.Raw(allow_none=True, metadata={"description": "length: the target length in characters"})
 
     @validates_schema
     def _json_parameters(self, data: dict[str, Any], **_: Any) -> None:
@@ -126,14 +167,15 @@ class GrpoSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    klPenalty = fields.Float(load_default=0.0, validate=validate.Range(min=0),
-                             metadata={"description": "KL penalty beta; 0 keeps no reference policy"})
-    numGenerations = fields.Integer(load_default=4, validate=validate.Range(min=2, max=256),
-                                    metadata={"description": "completions sampled per prompt (a group)"})
-    maxCompletionLength = fields.Integer(load_default=64, validate=validate.Range(min=1, max=65536),
-                                         metadata={"description": "longest completion, in tokens"})
-    temperature = fields.Float(load_default=1.0, validate=validate.Range(min=0),
-                               metadata={"description": "sampling temperature of the rollouts"})
+    klPenalty = fields.Float(load_default=0.0, validate=validate.Range(min=0, max=1000),
+                             metadata={"description": "KL penalty beta; 0 keeps no reference policy (at most 1000)"})
+    numGenerations = count(load_default=4, minimum=2, maximum=256, why="the serving process samples 256 at most",
+                           description="completions sampled per prompt (a group)")
+    maxCompletionLength = count(load_default=64, minimum=1, maximum=65536, why="the longest completion served",
+                                description="longest completion, in tokens")
+    temperature = fields.Float(load_default=1.0, validate=validate.Range(min=0, max=2),
+                               metadata={"description": "sampling temperature of the rollouts (0 to 2, what the "
+                                                        "serving processes take)"})
     rewards = fields.List(fields.Nested(RewardSchema), load_default=list,
                           metadata={"description": "at least one: {function, weight, ...its parameters} or "
                                                    "{judge, weight}"})
@@ -152,17 +194,17 @@ class SnapshotPolicySchema(Schema):
     class Meta:
         unknown = RAISE
 
-    everySteps = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1),
-                                metadata={"description": "write a snapshot every N steps (always one at the end)"})
+    everySteps = count(load_default=None, allow_none=True, minimum=1, maximum=MAX_STEPS,
+                       why="as many as maxSteps may be", description="write a snapshot every N steps (always one at the end)")
 
 
 class ValidationPolicySchema(Schema):
     class Meta:
         unknown = RAISE
 
-    everySteps = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1),
-                                metadata={"description": "score validationDataset every N steps (always at the "
-                                                         "end); default: the snapshot interval, else only at the end"})
+    everySteps = count(load_default=None, allow_none=True, minimum=1, maximum=MAX_STEPS,
+                       why="as many as maxSteps may be", description="score validationDataset every N steps (always at the end); default: the "
+                                   "snapshot interval, else only at the end")
 
 
 class PlanSchema(Schema):
@@ -183,8 +225,7 @@ class PlanSchema(Schema):
     grpo = fields.Nested(GrpoSchema, load_default=None, allow_none=True)
     restore = fields.Nested(RestoreSchema, load_default=None, allow_none=True)
     snapshots = fields.Nested(SnapshotPolicySchema, load_default=lambda: SnapshotPolicySchema().load({}))
-    workload = fields.String(load_default=None, allow_none=True,
-                             validate=validate.Regexp(r"^[A-Za-z0-9_.-]{1,64}$"),
+    workload = fields.String(load_default=None, allow_none=True, validate=FullMatch(WORKLOAD_PATTERN),
                              metadata={"description": "quota group; default runs"})
     name = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200))
 
@@ -219,6 +260,37 @@ def parse_plan(body: Any) -> dict[str, Any]:
     return plan
 
 
+def check_target_modules(plan: dict[str, Any], model: dict[str, Any]) -> None:
+    """adapter.targetModules names modules of the model (its catalog entry's loraTargetModules, which
+    follow from a built-in model's spec or a real entry's config), so a run is refused now rather
+    than failing in the worker when PEFT finds no such module. "all-linear" fits every model."""
+    targets = plan["adapter"]["targetModules"]
+    if targets == "all-linear":
+        return
+    modules = list(model.get("loraTargetModules") or [])
+    unknown = [t for t in dict.fromkeys(targets) if t not in modules]
+    if unknown:
+        raise ValidationFailed(
+            "plan field adapter.targetModules: " + reasons.target_modules_unknown(model=model["id"], unknown=unknown,
+                                                                                   modules=modules),
+            details={"field": "adapter.targetModules", "unknown": unknown, "modules": modules})
+
+
+def check_steps(plan: dict[str, Any], *, dataset_rows: int) -> None:
+    """A plan that trains by epochs makes epochs x rows / batchSize steps (a grpo step trains on
+    batchSize completions, numGenerations per row): at most MAX_STEPS, like maxSteps."""
+    hp = plan["hyperparameters"]
+    if hp["maxSteps"] is not None or not hp["epochs"]:
+        return
+    per_row = (plan.get("grpo") or {}).get("numGenerations", 1) if plan["method"] == "grpo" else 1
+    steps = math.ceil(hp["epochs"] * max(dataset_rows, 1) * per_row / hp["batchSize"])
+    if steps > MAX_STEPS:
+        raise ValidationFailed(
+            "plan field hyperparameters.epochs: " + reasons.epochs_too_many_steps(
+                epochs=hp["epochs"], rows=dataset_rows, batch_size=hp["batchSize"], steps=steps, max_steps=MAX_STEPS),
+            details={"field": "hyperparameters.epochs", "steps": steps, "maxSteps": MAX_STEPS})
+
+
 @functools.cache
 def _schema() -> Schema:
     return PlanSchema()  # only its field declarations are read
@@ -248,5 +320,5 @@ def plan_default(*path: str) -> Any:
     return default() if callable(default) else default
 
 
-__all__ = ["PlanSchema", "parse_plan", "plan_default", "METHODS", "PRECISIONS", "RESTORE_KINDS", "EXCLUDE",
-           "EPOCHS_WITHOUT_MAX_STEPS"]
+__all__ = ["PlanSchema", "parse_plan", "plan_default", "check_target_modules", "check_steps", "FullMatch", "METHODS",
+           "PRECISIONS", "RESTORE_KINDS", "EXCLUDE", "EPOCHS_WITHOUT_MAX_STEPS"]

@@ -590,3 +590,65 @@ def dataset_in_use(dataset_id: str, users: list[tuple[str, str, str]]) -> str:
     more = f" and {len(users) - 3} more" if len(users) > 3 else ""
     return (f"dataset {dataset_id} is still read by {shown}{more}; delete it once they have ended "
             "(a PAUSED run reads it again when it resumes)")
+
+
+# --- Bad input (issue 14): every one a 4xx naming what was wrong, never a 500.
+
+def json_too_deep(max_depth: int) -> str:
+    """JSON nested deeper than shared/json_values.MAX_DEPTH (a phrase: the body, a row or a field precedes it)."""
+    return f"nests lists and objects more than {max_depth} levels deep"
+
+
+def lone_surrogate(code: int) -> str:
+    """A JSON string escaping half of a UTF-16 surrogate pair alone: not text any tokenizer reads."""
+    return f"holds a lone surrogate (\\u{code:04x}), which is not text; a surrogate escape must be half of a pair"
+
+
+def lone_surrogate_in_key(code: int) -> str:
+    return f"has a key holding a lone surrogate (\\u{code:04x}), which is not text; a surrogate escape must be half of a pair"
+
+
+def request_body_refused(field: str | None, problem: str) -> str:
+    """A JSON request body that shared/json_values refuses (`problem` from json_too_deep, lone_surrogate)."""
+    return f"the request body {problem}" if field is None else f"the request body's field {field} {problem}"
+
+
+WORKLOAD_RULE = "workload must be 1 to 64 letters, digits or `_.-`"
+ENDPOINT_NAME_DOTS = "may not be `.` or `..`, which a URL path reads as a step, not a name"
+
+
+def status_empty(what: str, known: list[str], *, param: str = "status") -> str:
+    """?status= (or an endpoint list's ?phase=) given with nothing in it: a slip, not "any state"."""
+    return f"?{param}= names no state of {what}; name one or more of {', '.join(known)}, or leave it out"
+
+
+def log_after_invalid(raw: str, max_index: int) -> str:
+    """?after=N of an event or metric log: the index of its first entry to answer."""
+    return f"after must be a whole number from 0 to {max_index}, not {raw!r}"
+
+
+def target_modules_unknown(*, model: str, unknown: list[str], modules: list[str]) -> str:
+    """adapter.targetModules names modules the model does not have (the catalog's loraTargetModules)."""
+    return (f"model {model} has no module {', '.join(unknown)} to adapt; its LoRA target modules are "
+            f"{', '.join(modules)} (or \"all-linear\")")
+
+
+def snapshot_import_path_too_long(max_bytes: int, max_name_bytes: int) -> str:
+    return (f"path is longer than a path on the API's machine may be ({max_bytes} bytes, and {max_name_bytes} "
+            "for each name in it)")
+
+
+def endpoint_answer_unreadable(endpoint_id: str, status: int) -> str:
+    """A serving process answered a proxied request with an error whose body is not a JSON error."""
+    return f"the serving process of endpoint {endpoint_id} answered {status} without a readable error"
+
+
+def endpoint_process_failed(endpoint_id: str, message: str) -> str:
+    """A serving process answered a proxied request with a 5xx: relayed as 502, its sentence kept."""
+    return f"the serving process of endpoint {endpoint_id} failed to answer: {message}"
+
+
+def epochs_too_many_steps(*, epochs: float, rows: int, batch_size: int, steps: int, max_steps: int) -> str:
+    """A plan by epochs whose step count (epochs x rows / batchSize) passes what a run may train."""
+    return (f"{epochs:g} epoch(s) of {rows} row(s) at batchSize {batch_size} make {steps} steps, and a run trains "
+            f"{max_steps} at most; train fewer epochs or set maxSteps")

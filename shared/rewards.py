@@ -275,7 +275,7 @@ def _check_builtin(where: str, function: str, entry: Mapping[str, Any]) -> None:
                                    details={"field": f"{where}.pattern"})
         try:
             re.compile(entry["pattern"])
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:  # nested or counted past what re compiles
             raise ValidationFailed(f"{where}.pattern: not a regular expression: {exc}",
                                    details={"field": f"{where}.pattern"}) from None
     target = entry.get("target")

@@ -63,7 +63,9 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
     def _http_error(exc: HTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.code, "bad_request")
         message = reasons.route_unknown(request.method, request.path) if exc.code in (404, 405) else exc.description
-        return {"error": {"code": code, "message": message, "details": {}}}, exc.code
+        allowed = getattr(exc, "valid_methods", None)  # a 405 says which methods the route takes (RFC 9110)
+        headers = {"Allow": ", ".join(allowed)} if exc.code == 405 and allowed else {}
+        return {"error": {"code": code, "message": message, "details": {}}}, exc.code, headers
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):

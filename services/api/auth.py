@@ -4,13 +4,16 @@ an admin token sees all (docs/api.md)."""
 from __future__ import annotations
 
 import hmac
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from flask import g, request
 
+from shared import reasons
 from shared.config import DeploymentConfig
-from shared.errors import Forbidden, NotFound, Unauthenticated
+from shared.errors import Forbidden, NotFound, Unauthenticated, ValidationFailed
+from shared.plans import WORKLOAD_PATTERN
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ def principal() -> Principal:
 
 
 def require_workload(workload: str) -> str:
+    """The workload a request acts for, if this token may: 400 for one no workload could be named
+    (the form fields and query parameters that carry one pass no schema), 403 for another's."""
+    if not isinstance(workload, str) or not re.fullmatch(WORKLOAD_PATTERN, workload):
+        raise ValidationFailed(reasons.WORKLOAD_RULE, details={"field": "workload"})
     if not principal().may_use(workload):
         raise Forbidden(
             f"this token may not act for workload {workload}",

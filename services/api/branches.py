@@ -13,10 +13,11 @@ from shared import reasons
 from shared.errors import NotFound, Unprocessable
 
 
-def snapshot_for(context: Context, snapshot_id: str, who: Principal) -> dict[str, Any]:
+def snapshot_for(context: Context, snapshot_id: str, who: Principal, *, field: str = "restore.snapshot") -> dict[str, Any]:
+    """The snapshot a request names in `field` (a plan's restore.snapshot, an endpoint's snapshot)."""
     doc = context.store.get(snapshot_id)
     if doc is None or doc.get("kind") != "snapshot" or not who.may_use(doc.get("workload", "")):
-        raise NotFound(f"snapshot {snapshot_id} does not exist", details={"field": "restore.snapshot"})
+        raise NotFound(f"snapshot {snapshot_id} does not exist", details={"field": field})
     return doc
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Callable
 
 from services.api.auth import Principal, principal, require_workload, visible
 from services.api.branches import readable_of, snapshot_for
@@ -16,7 +16,7 @@ from shared.artifacts import UnsafeKey
 from shared.config import DEFAULT_WORKLOADS
 from shared.endpoint_names import find_endpoint, named_in_workload, remember_name
 from shared.endpoint_schema import parse_endpoint
-from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from shared.errors import Conflict, NotFound, TrainerError, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.states import EndpointPhase
@@ -24,14 +24,15 @@ from shared.states import EndpointPhase
 
 def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
     spec = parse_endpoint(body)
-    workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["endpoint"]))
-    context.catalog.check_loadable(spec["model"])  # 404 when not in the catalog, 400 when not in the hub cache
+    workload = _naming("workload", require_workload,
+                       spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["endpoint"]))
+    _naming("model", context.catalog.check_loadable, spec["model"])  # 404 not in the catalog, 400 not in the hub cache
     pool_name = spec["pool"] or context.config.default_pool
     if context.config.pool(pool_name) is None:
         raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
                                details={"field": "pool", "pools": list(context.config.pools)})
     if spec["snapshot"]:
-        snap = snapshot_for(context, spec["snapshot"], who)
+        snap = snapshot_for(context, spec["snapshot"], who, field="snapshot")
         if not readable_of(snap)["weights"]:
             raise Unprocessable(reasons.WEIGHTS_UNREADABLE, details={"field": "snapshot"})
         if snap.get("model") != spec["model"]:
@@ -43,7 +44,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
             raise Conflict(reasons.endpoint_name_taken(spec["name"], taken["id"], taken["phase"]),
                            details={"field": "name", "endpoint": taken["id"]})
     claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
-    claims.check(kind="endpoint", pool=pool_name, gpus=spec["gpus"], workload=workload)
+    _naming("gpus", claims.check, kind="endpoint", pool=pool_name, gpus=spec["gpus"], workload=workload)
     endpoint_id = new_id(Kind.ENDPOINT)
     doc = context.store.create({
         "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
@@ -62,6 +63,17 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
                              event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
 
+def _naming(field: str, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`check(...)`, its refusal naming the endpoint's field it is about: the checks are shared with
+    runs, whose fields have other names (execution.gpus), or name none."""
+    try:
+        return check(*args, **kwargs)
+    except TrainerError as exc:
+        if isinstance(exc.details, dict):
+            exc.details = {**exc.details, "field": field}
+        raise
+
+
 def get_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     """The endpoint with this id (any phase), or the live one with this name, as requests through
     the proxy name it (shared/endpoint_names.py); 404 when this token may not see it."""
@@ -74,13 +86,17 @@ def _epoch(stamp: str | None) -> datetime | None:
 
 def with_stops_at(doc: dict[str, Any]) -> dict[str, Any]:
     """stopsAt is derived: while READY with an idle timeout, the last request (or first answer)
-    plus the timeout. Nothing else writes it."""
+    plus the timeout. Nothing else writes it. A timeout no date can hold (stored before the
+    schema bounded it) shows no stopsAt rather than failing every read of the endpoint."""
     stops_at = None
     if doc.get("phase") == EndpointPhase.READY and doc.get("idleTimeout"):
         last = max(filter(None, (_epoch(doc.get("lastRequestAt")), _epoch(doc.get("readyAt")))), default=None)
         if last is not None:
-            stamp = last + timedelta(seconds=doc["idleTimeout"])
-            stops_at = stamp.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            try:
+                stamp = (last + timedelta(seconds=doc["idleTimeout"])).astimezone(UTC)
+                stops_at = stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            except (OverflowError, TypeError):
+                stops_at = None
     return {**doc, "stopsAt": stops_at}
 
 

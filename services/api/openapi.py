@@ -9,9 +9,11 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 
 from services.api import schemas
 from services.api.endpoints import LOG_LINES_DEFAULT, LOG_LINES_MAX
+from services.api.paging import MAX_LOG_INDEX
+from services.api.views.snapshots import PATH_MAX_BYTES
 from shared.endpoint_schema import EndpointCreateSchema
 from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
-from shared.plans import PlanSchema
+from shared.plans import WORKLOAD_PATTERN, PlanSchema
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.version import VERSION
 
@@ -22,8 +24,9 @@ def query(name: str, schema: dict, description: str, **extra) -> dict:
 
 
 def status_filter(what: str, states) -> dict:
-    # a comma list: OpenAPI's form style, not exploded (?status=QUEUED,RUNNING)
-    return query("status", {"type": "array", "items": {"type": "string", "enum": [str(s) for s in states]}},
+    # a comma list: OpenAPI's form style, not exploded (?status=QUEUED,RUNNING); an empty one is a 400
+    return query("status", {"type": "array", "minItems": 1,
+                            "items": {"type": "string", "enum": [str(s) for s in states]}},
                  f"only {what} in these states, a comma list (case does not matter; 400 for a state {what} "
                  "do not have)", style="form", explode=False)
 
@@ -38,10 +41,31 @@ def list_parameters(what: str, states=None, *more: dict) -> list[dict]:
     return common + ([status_filter(what, states)] if states is not None else []) + list(more)
 
 
-LOG_AFTER = [query("after", {"type": "integer", "minimum": 0, "default": 0},
+LOG_AFTER = [query("after", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_INDEX, "default": 0},
                    "the index of the first entry to answer: the `next` of the answer before")]
 LOG_LINES = [query("lines", {"type": "integer", "minimum": 1, "maximum": LOG_LINES_MAX, "default": LOG_LINES_DEFAULT},
                    "how many of its last lines")]
+
+# The bodies the proxied OpenAI routes take, as far as the trainer reads them: a JSON object naming the
+# endpoint in `model`; everything else is OpenAI's request, which the serving process checks.
+OPENAI_REQUEST = {"type": "object", "required": ["model"], "additionalProperties": True, "properties": {
+    "model": {"type": "string", "minLength": 1, "description": "the endpoint's id or name"},
+    "stream": {"type": "boolean", "description": "answer as server-sent events"}}}
+# POST /v1/snapshots/import takes three bodies (views/snapshots.py)
+SNAPSHOT_IMPORT_BODY = {
+    "application/json": {"schema": {"type": "object", "required": ["path"], "properties": {
+                                        "path": {"type": "string", "minLength": 1, "maxLength": PATH_MAX_BYTES,
+                                                 "description": "an absolute directory path on the API's machine"},
+                                        "workload": {"type": "string", "nullable": True,
+                                                     "pattern": WORKLOAD_PATTERN}}}},
+    "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary", "description": "a .tar or .tar.gz of the directory"},
+        "workload": {"type": "string", "pattern": WORKLOAD_PATTERN}}}},
+    "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
+    "application/gzip": {"schema": {"type": "string", "format": "binary"}},
+}
+# Routes a request may call without a token (app.OPEN_PATHS)
+OPEN = {"/v1/health", "/v1/openapi.json"}
 
 # path -> {method: (summary, request schema or None, response schema, success status[, query parameters])}
 ROUTES = {
@@ -90,8 +114,8 @@ ROUTES = {
     "/v1/endpoints/{endpointId}/logs": {"get": ("the tail of its serving process's log, whatever its phase", None,
                                                 schemas.EndpointLogSchema, 200, LOG_LINES)},
     "/v1/chat/completions": {"post": ("OpenAI chat completions, proxied to the endpoint named by `model` "
-                                      "(its id or name); streams with stream: true", None, None, 200)},
-    "/v1/completions": {"post": ("OpenAI completions, proxied like chat completions", None, None, 200)},
+                                      "(its id or name); streams with stream: true", OPENAI_REQUEST, None, 200)},
+    "/v1/completions": {"post": ("OpenAI completions, proxied like chat completions", OPENAI_REQUEST, None, 200)},
     "/v1/models": {"get": ("the READY endpoints, as OpenAI lists models", None, schemas.ModelListSchema, 200)},
     "/v1/pools": {"get": ("the pools: nodes, free and held GPUs, quotas with current use", None,
                           schemas.page_schema(schemas.PoolSchema), 200)},
@@ -103,7 +127,7 @@ ROUTES = {
     "/v1/snapshots/import": {"post": ("register a snapshot directory written elsewhere: the body a .tar(.gz) of it "
                                       "(application/x-tar or application/gzip, ?name, ?workload; or multipart "
                                       "`file`), or JSON {path} on the API's machine; records which parts this "
-                                      "deployment reads", None, schemas.SnapshotSchema, 201, [
+                                      "deployment reads", "import", schemas.SnapshotSchema, 201, [
                                           query("name", {"type": "string"}, "an archive body: its file name, for "
                                                 "the sentences and the snapshot's source"),
                                           query("workload", {"type": "string"}, "an archive body: the workload it "
@@ -145,18 +169,21 @@ def build_spec() -> dict:
     for path, operations in ROUTES.items():
         ops = {}
         for method, (summary, request_schema, response_schema, status, *query_parameters) in operations.items():
-            op: dict = {"summary": summary, "security": [{"bearer": []}],
+            op: dict = {"summary": summary, "security": [] if path in OPEN else [{"bearer": []}],
                         "responses": {str(status): {"description": "success"},
                                       "4XX": {"description": "bad input",
                                               "content": {"application/json": {"schema": "Error"}}}}}
             if response_schema is not None:
                 op["responses"][str(status)]["content"] = {"application/json": {"schema": response_schema}}
             if request_schema == "multipart":
-                op["requestBody"] = {"content": {"multipart/form-data": {"schema": {
-                    "type": "object", "properties": {"file": {"type": "string", "format": "binary"},
-                                                     "name": {"type": "string"}, "workload": {"type": "string"}}}}}}
+                op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
+                    "type": "object", "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"},
+                                   "name": {"type": "string"}, "workload": {"type": "string"}}}}}}
+            elif request_schema == "import":
+                op["requestBody"] = {"required": True, "content": SNAPSHOT_IMPORT_BODY}
             elif request_schema is not None:
-                op["requestBody"] = {"content": {"application/json": {"schema": request_schema}}}
+                op["requestBody"] = {"required": True, "content": {"application/json": {"schema": request_schema}}}
             params = [{"in": "path", "name": p.strip("{}"), "required": True, "schema": {"type": "string"}}
                       for p in path.split("/") if p.startswith("{")]
             params += query_parameters[0] if query_parameters else []

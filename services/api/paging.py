@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Callable
 
@@ -11,6 +12,11 @@ from flask import request
 from services.api.auth import principal
 from shared import reasons
 from shared.errors import ValidationFailed
+
+# ?after=N of an event or metric log: Redis holds at most 2^32 - 1 entries in a list, and reads an
+# index past 2^63 as no number at all.
+MAX_LOG_INDEX = 2**32 - 1
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit takes "²", which int() refuses
 
 
 def page_args() -> tuple[int, str | None]:
@@ -38,7 +44,7 @@ def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True, *, 
     `statuses`, the states of `what`: 400 for any other) and ?workload=."""
     who = principal()
     status = request.args.get("status")
-    wanted = states_in(status, what=what, known=statuses) if status else None
+    wanted = states_in(status, what=what, known=statuses) if status is not None else None
     workload = request.args.get("workload")
 
     def where(doc: dict[str, Any]) -> bool:
@@ -52,16 +58,20 @@ def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True, *, 
     return where
 
 
-def states_in(raw: str, *, what: str, known: Iterable[str] | None) -> set[str]:
-    """The states a comma list names, each one of `known` (the states of `what`): 400 otherwise."""
+def states_in(raw: str, *, what: str, known: Iterable[str] | None, param: str = "status") -> set[str]:
+    """The states a comma list names (the query parameter `param`), each one of `known` (the states
+    of `what`): 400 otherwise, for an empty list too (an empty filter is a slip, not "any state")."""
     if known is None:
-        raise ValidationFailed(reasons.list_has_no_status(what), details={"field": "status"})
+        raise ValidationFailed(reasons.list_has_no_status(what), details={"field": param})
     known = [str(k) for k in known]
     wanted = {s.strip().upper() for s in raw.split(",") if s.strip()}
+    if not wanted:
+        raise ValidationFailed(reasons.status_empty(what, known, param=param),
+                               details={"field": param, "statuses": known})
     unknown = sorted(wanted - set(known))
-    if unknown or not wanted:
-        raise ValidationFailed(reasons.status_unknown(what, unknown[0] if unknown else raw, known),
-                               details={"field": "status", "statuses": known})
+    if unknown:
+        raise ValidationFailed(reasons.status_unknown(what, unknown[0], known),
+                               details={"field": param, "statuses": known})
     return wanted
 
 
@@ -73,8 +83,9 @@ def log_page(read: Callable[[int], list[dict[str, Any]]]) -> dict[str, Any]:
     """One page of an append-only log (events, metrics) from ?after=N (the index to start at):
     `{items, next}`, where `next` is the index to ask for next time."""
     raw = request.args.get("after", "0")
-    if not raw.isdigit():
-        raise ValidationFailed(f"after must be a whole number, not {raw!r}", details={"field": "after"})
+    if not _WHOLE_NUMBER.fullmatch(raw) or int(raw) > MAX_LOG_INDEX:
+        raise ValidationFailed(reasons.log_after_invalid(raw, MAX_LOG_INDEX),
+                               details={"field": "after", "maximum": MAX_LOG_INDEX})
     start = int(raw)
     items = read(start)
     return {"items": items, "next": start + len(items)}

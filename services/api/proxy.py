@@ -10,7 +10,8 @@ views: the bearer tokens, the error shape and sentences, the body checks.
 
 Per request: one Redis `GET` (the endpoint's document by id; by name, the hint key first), the
 request to the serving process over a kept-open connection (services/api/upstream.py), the answer
-relayed as it comes. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
+relayed as it comes; an error answer of the serving process (vLLM's shape) is relayed in the API's
+one error shape, its words kept (`_relayed_error`). `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
 short idle timeout) per endpoint, in a thread (a `WATCH` transaction through the store): idle stop
 counts in seconds to hours, so it may lag the last request by that much, never more.
 """
@@ -29,17 +30,20 @@ import redis.asyncio
 from services.api import upstream
 from services.api.auth import Principal, principal_for
 from services.api.context import Context
-from shared import logs, reasons
+from shared import json_values, logs, reasons
 from shared.endpoint_names import find_endpoint_async
 from shared.errors import (
     BadGateway,
     Conflict,
     EndpointStopped,
+    Forbidden,
     Internal,
     MethodNotAllowed,
     NotFound,
     TooLarge,
     TrainerError,
+    Unauthenticated,
+    Unprocessable,
     ValidationFailed,
 )
 from shared.states import EndpointPhase
@@ -152,16 +156,21 @@ class Gateway:
         try:
             answer = await self.pool.post(doc["address"], path, json.dumps({**body, "model": served_as}).encode(),
                                           api_key=(doc.get("process") or {}).get("apiKey"))
-            data = None if stream else await answer.read()
+            data = None if stream and answer.status < 400 else await answer.read()  # an error is one body
         except upstream.UpstreamUnreachable:
             latest = await find_endpoint_async(self.redis, self.context.store, doc["id"]) or doc
             if latest.get("stopRequested") or latest.get("phase") != EndpointPhase.READY:
                 raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]),
                                       details={"phase": latest.get("phase")}) from None
             raise BadGateway(reasons.ENDPOINT_PROCESS_UNREACHABLE, details={"endpoint": doc["id"]}) from None
-        headers = [(b"content-type", answer.headers.get("content-type", "application/json").encode("latin-1")),
-                   (b"x-trainer-endpoint", doc["id"].encode())]
+        which = (b"x-trainer-endpoint", doc["id"].encode())
+        headers = [(b"content-type", answer.headers.get("content-type", "application/json").encode("latin-1")), which]
         outcome["code"] = answer.status
+        if answer.status >= 400:
+            status, error = _relayed_error(doc["id"], answer.status, rename(data) if rename else data)
+            outcome["code"], outcome["started"] = status, True
+            await _send_json(send, status, error, headers=[which])
+            return
         if data is not None:
             data = rename(data) if rename else data
             outcome["started"] = True
@@ -214,11 +223,15 @@ def _header(scope: dict, name: bytes) -> str:
 
 
 def _json_object(raw: bytes, content_type: str) -> dict[str, Any]:
-    """The body as a JSON object, under the same rule as the Flask views (a JSON content type)."""
+    """The body as a JSON object, under the same rules as the Flask views (a JSON content type;
+    nesting bounded and no lone surrogates: services/api/views.json_body)."""
     mimetype = content_type.partition(";")[0].strip().lower()
     if mimetype == "application/json" or (mimetype.startswith("application/") and mimetype.endswith("+json")):
         try:
-            body = json.loads(raw)
+            body = json_values.loads(raw)
+        except json_values.JsonRefused as exc:
+            raise ValidationFailed(reasons.request_body_refused(exc.field, exc.problem),
+                                   details={"field": exc.field or "(body)"}) from None
         except ValueError:
             body = None
         if isinstance(body, dict):
@@ -226,16 +239,45 @@ def _json_object(raw: bytes, content_type: str) -> dict[str, Any]:
     raise ValidationFailed(reasons.REQUEST_BODY_NOT_JSON_OBJECT)
 
 
+# The error codes of shared/errors.py by status, for relaying a serving process's error answer.
+_CODES = {cls.status: cls.code for cls in (ValidationFailed, Unauthenticated, Forbidden, NotFound, MethodNotAllowed,
+                                           Conflict, TooLarge, Unprocessable)}
+
+
+def _relayed_error(endpoint_id: str, status: int, data: bytes) -> tuple[int, dict[str, Any]]:
+    """A serving process's error answer in the API's one error shape. vLLM and the built-in server
+    answer `{"error": {"message", "type", "param", "code"}}` (older vLLM: `{"message", "type", ...}`
+    at the top); the client gets `{"error": {"code", "message", "details"}}` like every other error
+    of the API, with the serving process's own words as the message and its status, type and param
+    in `details`. A 5xx of the serving process is the trainer's gateway failing: 502."""
+    try:
+        answer = json.loads(data)
+    except (ValueError, RecursionError):
+        answer = None
+    inner = answer.get("error") if isinstance(answer, dict) else None
+    inner = inner if isinstance(inner, dict) else answer if isinstance(answer, dict) else {}
+    message = inner.get("message") if isinstance(inner.get("message"), str) else None
+    details: dict[str, Any] = {"endpoint": endpoint_id, "status": status}
+    details.update({key: inner[key] for key in ("type", "param") if key in inner})
+    message = message or reasons.endpoint_answer_unreadable(endpoint_id, status)
+    if status >= 500:
+        return BadGateway.status, BadGateway(reasons.endpoint_process_failed(endpoint_id, message),
+                                             details=details).to_dict()
+    code = _CODES.get(status, "bad_request")
+    return status, {"error": {"code": code, "message": message, "details": details}}
+
+
 async def method_not_allowed(scope: dict, send) -> None:
     """405 for any method but POST on a proxied path, as Flask answers it for its own routes."""
     error = MethodNotAllowed(reasons.route_unknown(scope["method"], scope["path"]))
-    await _send_json(send, error.status, error.to_dict())
+    await _send_json(send, error.status, error.to_dict(), headers=[(b"allow", b"POST")])
 
 
-async def _send_json(send, status: int, payload: dict[str, Any]) -> None:
+async def _send_json(send, status: int, payload: dict[str, Any], *, headers: list[tuple[bytes, bytes]] = ()) -> None:
     data = json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                            *headers]})
     await send({"type": "http.response.body", "body": data})
 
 

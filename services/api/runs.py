@@ -15,7 +15,7 @@ from shared.config import DEFAULT_WORKLOADS
 from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
-from shared.plans import parse_plan
+from shared.plans import check_steps, check_target_modules, parse_plan
 from shared.resolver import resolve
 from shared.states import RunStatus
 
@@ -51,6 +51,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         )
     judge_workloads = check_grpo_plan(context, plan, who)
     model = context.catalog.describe(context.catalog.check_loadable(plan["model"]))
+    check_target_modules(plan, model)  # 400 naming the modules the model has
+    check_steps(plan, dataset_rows=dataset["rows"])
     parent = check_restore(context, plan, who)
     # refuses rows no engine of the method declares it trains on (400, details field "dataset")
     spec = resolve(plan, model=model, pool=pool, dataset_format=dataset["format"])

@@ -21,6 +21,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from shared import json_values, reasons
 from shared.errors import TrainerError, ValidationFailed
 from shared.reasons import SERVING_KEY_REQUIRED
 from shared.serving.generation import Generator, Outcome, SamplingParams
@@ -34,7 +35,15 @@ def error_body(status: int, message: str, param: str | None = None) -> dict[str,
 
 
 def _body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
+    """The body as a JSON object; a 400, never a 500, for JSON nested too deep or holding a lone
+    surrogate, which no tokenizer reads (shared/json_values.py)."""
+    try:
+        body = json_values.loads(request.get_data(cache=True)) if request.is_json else None
+    except json_values.JsonRefused as exc:
+        raise ValidationFailed(reasons.request_body_refused(exc.field, exc.problem),
+                               details={"param": exc.field}) from None
+    except ValueError:
+        body = None
     if not isinstance(body, dict):
         raise ValidationFailed("the request body must be a JSON object")
     return body

@@ -69,6 +69,21 @@ class _Handler(socketserver.BaseRequestHandler):
         sock.sendall(_chunk(b'data: {"model": "served", "n": 2}\n\n') + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         return True
 
+    def answer_refuse(self, sock) -> bool:
+        """An error answer as vLLM and the built-in server write one (naming the served model)."""
+        payload = (b'{"error": {"message": "The model `served` cannot take max_tokens 5000", '
+                   b'"type": "BadRequestError", "param": "max_tokens", "code": 400}}')
+        sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: "
+                     + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        return True
+
+    def answer_fail(self, sock) -> bool:
+        """A 500 whose body is not JSON, as a crashed server's front may answer."""
+        payload = b"Internal Server Error"
+        sock.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: "
+                     + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        return True
+
     def answer_break(self, sock) -> bool:
         sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"par")
         sock.close()

@@ -105,7 +105,8 @@ def test_list_parameters_say_their_types_and_states(client):
     assert set(runs) == {"limit", "after", "status", "workload"}
     assert runs["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
     assert runs["after"]["schema"] == {"type": "string"}
-    assert runs["status"]["schema"] == {"type": "array", "items": {"type": "string", "enum": list(RunStatus)}}
+    assert runs["status"]["schema"] == {"type": "array", "minItems": 1,
+                                        "items": {"type": "string", "enum": list(RunStatus)}}
     assert (runs["status"]["style"], runs["status"]["explode"]) == ("form", False)  # ?status=QUEUED,RUNNING
     endpoints = parameters(document, "/v1/endpoints")
     assert endpoints["status"]["schema"]["items"]["enum"] == endpoints["phase"]["schema"]["items"]["enum"] == list(
@@ -116,7 +117,8 @@ def test_list_parameters_say_their_types_and_states(client):
     assert "status" not in parameters(document, "/v1/datasets") and "run" in parameters(document, "/v1/snapshots")
     for log in ("/v1/runs/{runId}/events", "/v1/runs/{runId}/metrics", "/v1/endpoints/{endpointId}/events",
                 "/v1/evaluations/{evaluationId}/events"):
-        assert parameters(document, log)["after"]["schema"] == {"type": "integer", "minimum": 0, "default": 0}
+        assert parameters(document, log)["after"]["schema"] == {"type": "integer", "minimum": 0,
+                                                                "maximum": 2**32 - 1, "default": 0}
     assert parameters(document, "/v1/endpoints/{endpointId}/logs")["lines"]["schema"] == {
         "type": "integer", "minimum": 1, "maximum": 10_000, "default": 100}
     imports = {p["name"] for p in document["paths"]["/v1/snapshots/import"]["post"]["parameters"] if p["in"] == "query"}

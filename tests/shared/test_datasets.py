@@ -65,3 +65,30 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path):
     path.write_bytes(b'{"prompt": "\xff"}\n')
     with pytest.raises(ValidationFailed, match=r"the dataset is not UTF-8 text \(byte 12\)"):
         read_rows(path)
+
+
+def test_lines_are_split_at_newlines_only_so_strings_may_hold_other_line_breaks(tmp_path):
+    """JSONL ends a row at "\\n" (with or without "\\r"); U+2028, U+2029 and U+0085 are characters a
+    JSON string may hold unescaped, which str.splitlines would have cut rows at."""
+    texts = ["one\u2028two", "three\u2029four", "five\x85six", "seven\u2028\u2029\x85", "eight"]
+    rows = [json.dumps({"prompt": text, "completion": "c"}, ensure_ascii=False) for text in texts]
+    data = ("\r\n".join(rows[:2]) + "\n" + "\n".join(rows[2:]) + "\r\n").encode()
+    report = validate_jsonl(data)
+    assert (report.rows, report.faults) == (5, [])
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(data)
+    assert [(r.line, r.fields["prompt"]) for r in read_rows(path)] == list(enumerate(texts, start=1))
+
+
+def test_a_row_holding_a_lone_surrogate_is_refused_naming_line_and_field(tmp_path):
+    from shared import reasons
+
+    data = b'{"prompt": "q", "completion": "a"}\n{"prompt": "q", "completion": "a\\udbff"}\n'
+    fault = validate_jsonl(data).faults[0]
+    assert fault == {"line": 2, "field": "completion", "problem": reasons.lone_surrogate(0xDBFF)}
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(ValidationFailed) as refused:
+        read_rows(path)  # an engine reading a file stored before uploads were checked for them
+    assert refused.value.message == f"dataset line 2, field completion, {reasons.lone_surrogate(0xDBFF)}"
+    assert refused.value.details == {"line": 2, "field": "completion"}

@@ -25,3 +25,36 @@ def test_branch_sentences():
 
 def test_endpoint_sentence():
     assert reasons.endpoint_stopped_before_request("ep-1") == "endpoint ep-1 was stopped before this request reached it"
+
+
+def test_bad_input_sentences():
+    """Issue 14: every bad input a 4xx with a sentence."""
+    assert reasons.json_too_deep(64) == "nests lists and objects more than 64 levels deep"
+    assert reasons.lone_surrogate(0xD800) == (
+        "holds a lone surrogate (\\ud800), which is not text; a surrogate escape must be half of a pair")
+    assert reasons.lone_surrogate_in_key(0xDC00) == (
+        "has a key holding a lone surrogate (\\udc00), which is not text; a surrogate escape must be half of a pair")
+    assert reasons.request_body_refused(None, "nests lists and objects more than 64 levels deep") == (
+        "the request body nests lists and objects more than 64 levels deep")
+    assert reasons.request_body_refused("messages[0].content", "holds X") == (
+        "the request body's field messages[0].content holds X")
+    assert reasons.status_empty("runs", ["QUEUED", "RUNNING"]) == (
+        "?status= names no state of runs; name one or more of QUEUED, RUNNING, or leave it out")
+    assert reasons.status_empty("endpoints", ["READY"], param="phase") == (
+        "?phase= names no state of endpoints; name one or more of READY, or leave it out")
+    assert reasons.log_after_invalid("18446744073709551616", 4294967295) == (
+        "after must be a whole number from 0 to 4294967295, not '18446744073709551616'")
+    assert reasons.target_modules_unknown(model="m", unknown=["c_attn", "x"], modules=["q_proj", "v_proj"]) == (
+        'model m has no module c_attn, x to adapt; its LoRA target modules are q_proj, v_proj (or "all-linear")')
+    assert reasons.epochs_too_many_steps(epochs=10_000, rows=1200, batch_size=1, steps=12_000_000,
+                                         max_steps=10_000_000) == (
+        "10000 epoch(s) of 1200 row(s) at batchSize 1 make 12000000 steps, and a run trains 10000000 at most; "
+        "train fewer epochs or set maxSteps")
+    assert reasons.snapshot_import_path_too_long(4096, 255) == (
+        "path is longer than a path on the API's machine may be (4096 bytes, and 255 for each name in it)")
+    assert reasons.endpoint_answer_unreadable("ep-1", 500) == (
+        "the serving process of endpoint ep-1 answered 500 without a readable error")
+    assert reasons.endpoint_process_failed("ep-1", "out of memory") == (
+        "the serving process of endpoint ep-1 failed to answer: out of memory")
+    assert reasons.ENDPOINT_NAME_DOTS == "may not be `.` or `..`, which a URL path reads as a step, not a name"
+    assert reasons.WORKLOAD_RULE == "workload must be 1 to 64 letters, digits or `_.-`"

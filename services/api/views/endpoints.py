@@ -43,7 +43,7 @@ def create_endpoint():
 def list_endpoints():
     limit, after = page_args()
     phase = request.args.get("phase")  # ?status= works too (paging.visible_filter)
-    phases = states_in(phase, what="endpoints", known=EndpointPhase) if phase else None
+    phases = states_in(phase, what="endpoints", known=EndpointPhase, param="phase") if phase is not None else None
     items, cursor = ctx().store.list(
         "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases, what="endpoints",
                                    statuses=EndpointPhase), limit=limit, after=after, cursor_visible=visible_cursor())

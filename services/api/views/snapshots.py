@@ -7,17 +7,32 @@ import tarfile
 from pathlib import PurePosixPath
 
 from flask import Blueprint, request, send_file
+from werkzeug.routing import BaseConverter
 
 from services.api.auth import principal, require_workload, visible
 from services.api.branches import with_readable
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import SnapshotSchema, page_schema, serialise
+from services.api.views import json_body
 from shared import reasons
 from shared.artifacts import UnsafeKey, join
 from shared.errors import NotFound, ValidationFailed
 
 bp = Blueprint("snapshots", __name__)
+
+
+class SnapshotIdConverter(BaseConverter):
+    """A snapshot id in a path: any one segment but `import`, so /v1/snapshots/import is that route's
+    alone (POST) and a GET there is a 405 whose Allow names POST, not a lookup of snapshot "import"."""
+
+    regex = r"(?!import$)[^/]+"
+
+
+bp.record_once(lambda state: state.app.url_map.converters.setdefault("snapshot", SnapshotIdConverter))
+# Linux's PATH_MAX and NAME_MAX: a longer path, or a longer name in it, is one no file has
+# (the filesystem refuses to look it up: ENAMETOOLONG).
+PATH_MAX_BYTES, NAME_MAX_BYTES = 4096, 255
 ARCHIVE_TYPES = {"application/x-tar", "application/gzip", "application/x-gzip", "application/octet-stream"}
 
 
@@ -60,19 +75,23 @@ def import_snapshot():
         return serialise(SnapshotSchema, snapshot_import.import_archive(
             ctx(), archive=upload.stream, filename=upload.filename,
             workload=workload(request.form.get("workload")))), 201
-    body = request.get_json(silent=True)
+    body = json_body()
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
         raise ValidationFailed(reasons.SNAPSHOT_IMPORT_BODY, details={"field": "path"})
+    if len(body["path"].encode("utf-8", "surrogatepass")) > PATH_MAX_BYTES or any(
+            len(name.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES for name in body["path"].split("/")):
+        raise ValidationFailed(reasons.snapshot_import_path_too_long(PATH_MAX_BYTES, NAME_MAX_BYTES),
+                               details={"field": "path", "maxBytes": PATH_MAX_BYTES})
     return serialise(SnapshotSchema, snapshot_import.import_directory(
         ctx(), path=body["path"], workload=workload(body.get("workload")), who=principal())), 201
 
 
-@bp.get("/v1/snapshots/<snapshot_id>")
+@bp.get("/v1/snapshots/<snapshot:snapshot_id>")
 def get_snapshot(snapshot_id: str):
     return serialise(SnapshotSchema, with_readable(_snapshot(snapshot_id)))
 
 
-@bp.get("/v1/snapshots/<snapshot_id>/adapter")
+@bp.get("/v1/snapshots/<snapshot:snapshot_id>/adapter")
 def download_adapter(snapshot_id: str):
     doc = _snapshot(snapshot_id)
     weights = (doc.get("contents") or {}).get("weights")

@@ -240,6 +240,18 @@ def test_bad_requests_are_4xx_in_openai_shape(server, path, body, status, words)
     assert "Traceback" not in response.text
 
 
+@pytest.mark.parametrize("body, words", [
+    ('{"prompt": ' + "[" * 50_000 + "]" * 50_000 + "}", "nests lists and objects more than 64 levels deep"),
+    ('{"prompt": "x\\udc00"}', "field prompt holds a lone surrogate (\\udc00)"),
+])
+def test_bodies_no_tokenizer_reads_are_4xx_in_openai_shape(server, body, words):
+    response = requests.post(f"{server.base_url}/v1/completions", data=body, timeout=10,
+                             headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert words in error["message"] and error["code"] == 400 and error["type"] == "BadRequestError"
+
+
 def test_sigterm_while_loading_exits_zero(spec, tmp_path):
     proc = ServingProcess(spec, tmp_path).start()
     proc.wait_for_log("loading model")  # its signal handlers are in place from here on
