@@ -558,6 +558,22 @@ def snapshot_archive_too_many_files(filename: str, limit: int) -> str:
     return f"{filename} holds more files than a snapshot directory may ({limit})"
 
 
+def snapshot_damaged(snapshot_id: str, file: str, problem: str) -> str:
+    """A snapshot whose files are not as it recorded them (shared/snapshot_files.py)."""
+    return f"snapshot {snapshot_id} is damaged: its file {file} {problem}"
+
+
+def snapshot_import_damaged(source: str, file: str, problem: str) -> str:
+    """An imported directory whose manifest lists its files, and one of them is not as listed."""
+    return f"the snapshot directory {source} is damaged: its file {file} {problem}"
+
+
+def snapshot_resumed_from_older(damaged_id: str, file: str, problem: str, older_id: str, step: int) -> str:
+    """A run resuming past a damaged snapshot (the warn event of services/trainer_worker/execution.py)."""
+    return (f"snapshot {damaged_id} is damaged (its file {file} {problem}); resuming from {older_id} "
+            f"(step {step}), the newest intact snapshot with training state")
+
+
 SNAPSHOT_PATH_IMPORT_ADMIN_ONLY = ("importing a snapshot by a path on the API's machine needs an admin token; "
                                    "upload the directory instead (`training snapshots import DIR`)")
 SNAPSHOT_PATH_IMPORT_OFF = ("this deployment imports snapshots by path from no directory (snapshotImportRoots is "

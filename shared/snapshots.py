@@ -117,6 +117,9 @@ _MANIFEST_FIELDS: dict[str, tuple[str, Any]] = {
     "run": ("a string or null", lambda v: v is None or isinstance(v, str)),
     "weights": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
     "trainingState": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+    "files": ("a JSON object of {bytes, sha256} per file", lambda v: v is None or (isinstance(v, dict) and all(
+        isinstance(r, dict) and _whole(r.get("bytes"), 0) and isinstance(r.get("sha256"), str) and _inside(k)
+        for k, r in v.items()))),
 }
 _PART_FIELDS: dict[str, tuple[str, Any]] = {
     "format": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),

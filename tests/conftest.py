@@ -90,3 +90,16 @@ def mark_nodes_alive(client: redis.Redis, keys: Keys, config) -> None:
     for pool in config.pools.values():
         for node in pool.nodes:
             client.set(keys.node_alive(node.name), "test")
+
+
+def place_snapshot_files(artifact_root, path: str = "x") -> None:
+    """The files of a layout-2 snapshot directory at `path` of the artifact root, with placeholder
+    bytes nothing loads: for snapshot documents tests write by hand, whose files the API checks
+    (shared/snapshot_files.py) before it queues work on them."""
+    from pathlib import Path
+
+    directory = Path(artifact_root) / path
+    for name in ("adapter/adapter_config.json", "adapter/adapter_model.safetensors", "training_state/optimizer.pt",
+                 "training_state/scheduler.pt", "training_state/trainer_state.json"):
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_bytes(b"{}" if name.endswith(".json") else b"placeholder")

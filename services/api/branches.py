@@ -31,8 +31,30 @@ def readable_of(snapshot: dict[str, Any]) -> dict[str, bool]:
                            "trainingState": contents.get("trainingState")})
 
 
-def with_readable(snapshot: dict[str, Any]) -> dict[str, Any]:
-    return {**snapshot, "readable": readable_of(snapshot)}
+def with_readable(context: Context, snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot as shown: which parts this deployment reads, each false when a quick look
+    (sizes, shared/snapshot_files.py) finds one of its files damaged, and what was found."""
+    readable = readable_of(snapshot)
+    damaged = {part: _damage(context, snapshot, part, deep=False) if readable[part] else None
+               for part in ("weights", "trainingState")}
+    readable = {part: readable[part] and damaged[part] is None for part in readable}
+    readable["trainingState"] = readable["trainingState"] and readable["weights"]
+    return {**snapshot, "readable": readable, "damaged": {part: d and d._asdict() for part, d in damaged.items()}}
+
+
+def _damage(context: Context, snapshot: dict[str, Any], part: str, *, deep: bool):
+    from shared.snapshot_files import damage_of
+
+    return damage_of(context.artifacts, snapshot, part=part, deep=deep)
+
+
+def require_intact(context: Context, snapshot: dict[str, Any], part: str, *, field: str) -> None:
+    """Before work is queued on a snapshot (or its adapter downloaded): its `part` ("weights" or
+    "trainingState") checked file by file, sha256 included; a 422 naming the snapshot and the file."""
+    found = _damage(context, snapshot, part, deep=True)
+    if found is not None:
+        raise Unprocessable(reasons.snapshot_damaged(snapshot["id"], found.file, found.problem),
+                            details={"field": field, "snapshot": snapshot["id"], "file": found.file})
 
 
 def check_restore(context: Context, plan: dict[str, Any], who: Principal) -> dict[str, Any] | None:
@@ -49,6 +71,7 @@ def check_restore(context: Context, plan: dict[str, Any], who: Principal) -> dic
         raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap["model"],
                                                        plan_model=plan["model"]), details=details)
     if restore["what"] == "weights":
+        require_intact(context, snap, "weights", field="restore")  # last: its files are read whole
         return snap
     if not (snap.get("contents") or {}).get("trainingState"):
         raise Unprocessable(reasons.snapshot_has_no_training_state(snap["id"]), details=details)
@@ -61,6 +84,8 @@ def check_restore(context: Context, plan: dict[str, Any], who: Principal) -> dic
     for what in ("method", "precision"):
         if snap.get(what) and snap[what] != plan[what]:
             raise Unprocessable(reasons.branch_changes(what=what, parent=snap[what], plan=plan[what]), details=details)
+    require_intact(context, snap, "weights", field="restore")  # last: its files are read whole
+    require_intact(context, snap, "trainingState", field="restore")
     return snap
 
 

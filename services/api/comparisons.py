@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
-from services.api.branches import readable_of
+from services.api.branches import readable_of, require_intact
 from services.api.context import Context
 from services.api.evaluations import (
     cancel_evaluation,
@@ -49,6 +49,7 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
         if not readable_of(snap)["weights"]:
             raise Unprocessable(reasons.comparison_weights_unreadable(snap["id"]),
                                 details={"field": "snapshots", "snapshot": snap["id"]})
+        require_intact(context, snap, "weights", field="snapshots")
     models = {snap["id"]: snap.get("model") or "?" for snap in snapshots}
     if len(set(models.values())) > 1:
         raise Unprocessable(reasons.comparison_other_models(models), details={"field": "snapshots", "models": models})

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Callable
 
 from services.api.auth import Principal, principal, require_workload, visible
-from services.api.branches import readable_of, snapshot_for
+from services.api.branches import readable_of, require_intact, snapshot_for
 from services.api.claims import queue_for_devices
 from services.api.context import Context
 from shared import reasons
@@ -38,6 +38,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         if snap.get("model") != spec["model"]:
             raise Unprocessable(reasons.branch_other_model(snapshot_id=snap["id"], snapshot_model=snap.get("model"),
                                                            plan_model=spec["model"]), details={"field": "snapshot"})
+        require_intact(context, snap, "weights", field="snapshot")  # not after it got GPUs
     if spec["name"]:
         taken = named_in_workload(context.store, spec["name"], workload)  # names are per workload
         if taken:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from services.api.auth import Principal, require_workload, visible
-from services.api.branches import readable_of
+from services.api.branches import readable_of, require_intact
 from services.api.claims import queue_for_devices
 from services.api.context import Context
 from services.api.datasets import visible_dataset
@@ -58,6 +58,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
         if snap.get("model") and snap["model"] != spec["model"]:
             raise Unprocessable(reasons.evaluation_other_model(snapshot_id=snap["id"], snapshot_model=snap["model"],
                                                                model=spec["model"]), details={"field": "snapshot"})
+        require_intact(context, snap, "weights", field="snapshot")  # not after it got GPUs
     if spec["judge"]:
         _judge(context, spec["judge"], who)
     try:

@@ -144,6 +144,21 @@ class SnapshotReadableSchema(Schema):
     trainingState = fields.Boolean(metadata={"description": "this deployment resumes from its training state"})
 
 
+class SnapshotFileSchema(Schema):
+    bytes = fields.Integer()
+    sha256 = fields.String()
+
+
+class SnapshotDamageSchema(Schema):
+    file = fields.String(metadata={"description": "relative to the snapshot's directory"})
+    problem = fields.String(metadata={"description": "is missing, has N bytes where M were recorded, is empty"})
+
+
+class SnapshotDamagedSchema(Schema):
+    weights = fields.Nested(SnapshotDamageSchema, allow_none=True)
+    trainingState = fields.Nested(SnapshotDamageSchema, allow_none=True)
+
+
 class SnapshotSchema(ResourceSchema):
     run = fields.String(allow_none=True, metadata={"description": "the run that wrote it; null for an imported one"})
     step = fields.Integer()
@@ -157,7 +172,14 @@ class SnapshotSchema(ResourceSchema):
     final = fields.Boolean()
     path = fields.String(metadata={"description": "its directory under the artifact root"})
     readable = fields.Nested(SnapshotReadableSchema, metadata={
-        "description": "which parts this deployment reads (derived from its layout and formats)"})
+        "description": "which parts this deployment reads: derived from its layout and formats, and false for a "
+                       "part whose files are not as recorded (see damaged)"})
+    files = fields.Dict(keys=fields.String(), values=fields.Nested(SnapshotFileSchema), allow_none=True, metadata={
+        "description": "each file of its directory (relative path) with its size and sha256, as written (null: "
+                       "a snapshot registered before files were recorded)"})
+    damaged = fields.Nested(SnapshotDamagedSchema, metadata={
+        "description": "per part, the first file that is missing or of another size than recorded (null: intact); "
+                       "sha256 is checked too before work is queued on it and before a download"})
     imported = fields.Boolean(metadata={"description": "registered by POST /v1/snapshots/import"})
     source = fields.String(metadata={
         "description": "imported: where from (upload:FILE, or the directory on the API's machine)"})

@@ -28,6 +28,7 @@ from shared import reasons
 from shared.artifacts import imported_snapshot_key
 from shared.errors import Forbidden, TooLarge, ValidationFailed
 from shared.ids import Kind, new_id
+from shared.snapshot_files import damage, record
 from shared.snapshots import MANIFEST_FILE, read_manifest
 
 
@@ -162,7 +163,16 @@ def _register(context: Context, snapshot_id: str, key: str, manifest: dict[str, 
               source: str) -> dict[str, Any]:
     # read_manifest fills in a layout-1 directory's parts from the files it holds
     contents = {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")}
-    return with_readable(context.store.create({
+    directory = context.artifacts.get_dir(key)
+    listed = manifest.get("files")
+    for part in ("weights", "trainingState") if listed else ():  # it says what its files were: they must be
+        found = damage(directory, contents, listed, part=part, deep=True) if contents.get(part) else None
+        if found is not None:
+            context.artifacts.delete(key)
+            raise ValidationFailed(reasons.snapshot_import_damaged(source, found.file, found.problem),
+                                   details={"field": "file" if source.startswith("upload:") else "path",
+                                            "file": found.file})
+    return with_readable(context, context.store.create({
         "id": snapshot_id,
         "kind": "snapshot",
         "run": None,  # its run lives in another deployment (or release); manifest["run"] says which
@@ -180,5 +190,6 @@ def _register(context: Context, snapshot_id: str, key: str, manifest: dict[str, 
         "source": source,
         "sourceRun": manifest.get("run"),
         "path": key,
+        "files": record(directory),  # as it arrived: a snapshot damaged later reads as damaged
         "detail": None,
     }))

@@ -29,10 +29,12 @@ from shared.artifacts import ArtifactRoot, join
 from shared.catalog import Catalog
 from shared.claims.queue import ClaimQueue
 from shared.config import DeploymentConfig
+from shared.errors import ValidationFailed
 from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.endpoints import idle_expired
 from shared.load_spec import LoadSpec, load_spec_for
+from shared.snapshot_files import damage_of
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.store import Store
 from shared.times import now_iso
@@ -257,6 +259,9 @@ class EndpointManager:
         if not doc.get("snapshot"):
             return None
         snap = self.store.require(doc["snapshot"], "snapshot")
+        found = damage_of(self.artifacts, snap, part="weights", deep=True)  # not a loader's riddle later
+        if found is not None:
+            raise ValidationFailed(reasons.snapshot_damaged(snap["id"], found.file, found.problem))
         weights = (snap.get("contents") or {}).get("weights") or {}
         directory = self.artifacts.get_dir(join(snap["path"], weights.get("path", "adapter")))
         return {doc.get("adapterName") or snap["id"]: str(directory)}

@@ -21,6 +21,7 @@ from shared.artifacts import dataset_key, evaluation_rows_key, join
 from shared.datasets import read_rows
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.rewards import check_rewards
+from shared.snapshot_files import damage_of
 from shared.states import EvaluationStatus
 
 PROGRESS_EVERY_S = 0.5
@@ -174,6 +175,9 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     adapters = None
     if doc.get("snapshot"):
         snap = worker.store.require(doc["snapshot"], "snapshot")
+        found = damage_of(worker.artifacts, snap, part="weights", deep=True)
+        if found is not None:  # named before the model is loaded, not as a loader's error after
+            raise ValueError(reasons.snapshot_damaged(snap["id"], found.file, found.problem))
         weights = (snap.get("contents") or {}).get("weights") or {}
         adapters = {snap["id"]: str(worker.artifacts.get_dir(join(snap["path"], weights.get("path", "adapter"))))}
     # The same load spec an endpoint over this model and adapter gets (endpoint_manager/manager.py).

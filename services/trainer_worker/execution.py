@@ -130,18 +130,51 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
     return outcome
 
 
-def restore_for(worker: Worker, run: dict[str, Any]):
-    """Where a run starts from: its own latest snapshot with training state (it was paused, or
-    its worker was lost), else the snapshot it branches from, else nothing."""
+def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
+    """Where a run starts from: its own newest intact snapshot with training state (it was paused,
+    or its worker was lost), else the snapshot it branches from, else nothing.
+
+    Every snapshot it would restore is checked file by file first (sizes and sha256,
+    shared/snapshot_files.py): a damaged one of its own is passed over for the next older one, with
+    a warn event; one it cannot do without (a damaged branch source, or none of its own intact)
+    fails the run with a sentence naming the snapshot and the file, before any model is loaded."""
     from services.trainer_worker.engines.base import Restore
 
-    own = worker.store.get(run["latestSnapshot"]) if run.get("latestSnapshot") else None
-    if own and (own.get("contents") or {}).get("trainingState"):
-        return Restore(what="trainingState", snapshot_dir=worker.artifacts.get_dir(own["path"]))
+    own = [doc for doc in worker.store.get_many(reversed(run.get("snapshots") or []))
+           if (doc.get("contents") or {}).get("trainingState")]
+    first_damage = None
+    for doc in own:
+        found = _damage(worker, doc, ("weights", "trainingState"))
+        if found is None:
+            if first_damage is not None and reporter is not None:
+                reporter.event(reasons.snapshot_resumed_from_older(*first_damage, doc["id"], doc["step"]),
+                               level="warn")
+            return Restore(what="trainingState", snapshot_dir=worker.artifacts.get_dir(doc["path"]))
+        first_damage = first_damage or (doc["id"], found.file, found.problem)
+    if first_damage is not None:
+        raise SnapshotDamaged(reasons.snapshot_damaged(*first_damage))
     branch = run["plan"].get("restore")
     if branch:
         parent = worker.store.require(branch["snapshot"], "snapshot")
+        parts = ("weights", "trainingState") if branch["what"] == "trainingState" else ("weights",)
+        found = _damage(worker, parent, parts)
+        if found is not None:
+            raise SnapshotDamaged(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
         return Restore(what=branch["what"], snapshot_dir=worker.artifacts.get_dir(parent["path"]))
+    return None
+
+
+class SnapshotDamaged(Exception):
+    """The snapshot a run must restore is not as it was written (its sentence names the file)."""
+
+
+def _damage(worker: Worker, snapshot: dict[str, Any], parts: tuple[str, ...]):
+    from shared.snapshot_files import damage_of
+
+    for part in parts:
+        found = damage_of(worker.artifacts, snapshot, part=part, deep=True)
+        if found is not None:
+            return found
     return None
 
 
@@ -181,7 +214,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         dataset_path=worker.artifacts.get_file(dataset_key(run["datasetDigest"])),
         work_dir=worker.artifacts.scratch(run_key(run["id"])),
         devices=devices,
-        restore=restore_for(worker, run),
+        restore=restore_for(worker, run, reporter),
         judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,
                                      workloads=dict(run.get("judgeWorkloads") or {})),
         reward_functions=dict(worker.config.reward_functions),

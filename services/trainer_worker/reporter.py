@@ -12,6 +12,7 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
+from shared.snapshot_files import record
 from shared.states import RunStatus
 from shared.store import Store
 from shared.times import now_iso
@@ -104,6 +105,8 @@ class RunReporter:
             "precision": manifest["precision"],
             "model": manifest["model"],
             "contents": {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")},
+            # every file's size and sha256 as written, so a snapshot damaged later reads as damaged
+            "files": record(directory),
             "final": final,
             "imported": False,
             "path": key,

@@ -93,6 +93,8 @@ def upload(ask, name: str, rows: bytes = CHAT_ROWS) -> dict:
 def snapshot_directory(root: Path, name: str, *, run: str | None) -> Path:
     directory = root / name
     (directory / "adapter").mkdir(parents=True)
+    (directory / "adapter" / "adapter_config.json").write_text("{}")  # placeholders nothing loads
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
     write_manifest(directory, manifest(run_id=run, step=8, method="sft", engine="sft-single", precision="fp32",
                                        model=MODEL, gpus=1))
     return directory

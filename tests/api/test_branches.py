@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from tests.conftest import place_snapshot_files
+
 
 @pytest.fixture
 def snapshot(app):
@@ -18,6 +20,7 @@ def snapshot(app):
                             "trainingState": {"format": "hf-trainer", "path": "training_state"}},
                "final": False, "path": "x", "detail": None}
         doc.update(fields)
+        place_snapshot_files(app.extensions["trainer"].artifacts.root, doc["path"])
         return store.create(doc)["id"]
 
     return make

@@ -9,15 +9,18 @@ import pytest
 from services.api.comparisons import comparison_status, mark_best
 from shared.claims.queue import ClaimQueue
 from shared.ids import Kind, new_id
+from tests.conftest import place_snapshot_files
 
 
 @pytest.fixture
 def store(app):
+    place_snapshot_files(app.extensions["trainer"].artifacts.root)
     return app.extensions["trainer"].store
 
 
 def snapshot(store, *, run=None, step=10, model="builtin/tiny-qwen3", weights="peft-safetensors") -> str:
-    """A snapshot document as the worker's reporter writes it."""
+    """A snapshot document as the worker's reporter writes it (its files placeholders: the `store`
+    fixture puts them at its path)."""
     return store.create({
         "id": new_id(Kind.SNAPSHOT), "kind": "snapshot", "run": run, "workload": "runs", "step": step, "layout": 2,
         "gpus": 1, "method": "sft", "engine": "sft-single", "precision": "fp32", "model": model,

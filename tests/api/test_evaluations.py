@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from tests.conftest import place_snapshot_files
+
 from services.scheduler.dispatch import dispatch_granted, sweep
 from shared.claims.queue import ClaimQueue
 
@@ -25,6 +27,7 @@ def snapshot(app):
                "contents": {"weights": {"format": "peft-safetensors", "path": "adapter"}, "trainingState": None},
                "final": True, "path": "x", "detail": None}
         doc.update(fields)
+        place_snapshot_files(app.extensions["trainer"].artifacts.root, doc["path"])
         return store.create(doc)["id"]
 
     return make

@@ -34,11 +34,13 @@ def dataset(training, tmp_path):
 def snapshot(context, *, run: str | None = None, step: int = 10, weights: str = "peft-safetensors") -> str:
     """A snapshot document as the worker's reporter writes it."""
     from shared.ids import Kind, new_id
+    from tests.conftest import place_snapshot_files
 
     doc = {"id": new_id(Kind.SNAPSHOT), "kind": "snapshot", "run": run, "workload": "runs", "step": step,
            "layout": 2, "gpus": 1, "method": "sft", "engine": "sft-single", "precision": "fp32",
            "model": "builtin/tiny-qwen3", "contents": {"weights": {"format": weights}, "trainingState": None},
            "final": True, "path": "x", "detail": None}
+    place_snapshot_files(context.artifacts.root)
     return context.store.create(doc)["id"]
 
 

@@ -8,6 +8,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +110,8 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[st
         "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": nodes}}]}},
         "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
         "tokens": [{"token": token, "name": "admin", "admin": True}],
-        "snapshotImportRoots": [str(tmp)],  # `snapshots import --on-server` of directories a test writes there
+        # `snapshots import --on-server` of directories a test writes under its temporary directories
+        "snapshotImportRoots": [tempfile.gettempdir()],
     }))
     port = free_port()
     env = {**os.environ, "TRAINING_CONFIG": str(config_path), "TRAINING_HOME": str(home),

@@ -10,7 +10,7 @@ from flask import Blueprint, request, send_file
 from werkzeug.routing import BaseConverter
 
 from services.api.auth import principal, require_workload, visible
-from services.api.branches import with_readable
+from services.api.branches import require_intact, with_readable
 from services.api.context import ctx
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import SnapshotSchema, page_schema, serialise
@@ -48,7 +48,7 @@ def list_snapshots():
     where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True), what="snapshots")
     items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after,
                                      cursor_visible=visible_cursor())
-    return serialise(page_schema(SnapshotSchema), page([with_readable(s) for s in items], cursor))
+    return serialise(page_schema(SnapshotSchema), page([with_readable(ctx(), s) for s in items], cursor))
 
 
 @bp.post("/v1/snapshots/import")
@@ -88,7 +88,7 @@ def import_snapshot():
 
 @bp.get("/v1/snapshots/<snapshot:snapshot_id>")
 def get_snapshot(snapshot_id: str):
-    return serialise(SnapshotSchema, with_readable(_snapshot(snapshot_id)))
+    return serialise(SnapshotSchema, with_readable(ctx(), _snapshot(snapshot_id)))
 
 
 @bp.get("/v1/snapshots/<snapshot:snapshot_id>/adapter")
@@ -108,6 +108,7 @@ def download_adapter(snapshot_id: str):
         keys = []
     if not keys:
         raise NotFound(f"snapshot {snapshot_id} has no adapter files on disk", details={"id": snapshot_id})
+    require_intact(ctx(), doc, "weights", field="id")  # never a tar of a truncated or altered adapter
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for key in keys:
