@@ -29,7 +29,7 @@ class Damage(NamedTuple):
     """The first file of a part that is not as the snapshot recorded it."""
 
     file: str  # relative to the snapshot directory
-    problem: str  # "is missing", "has 10 bytes; the snapshot recorded 20", ...
+    problem: str  # "is missing", "has 10 bytes; the snapshot recorded 20 bytes", ...
 
 
 def sha256_of(path: Path) -> str:
@@ -86,7 +86,11 @@ def damage(directory: Path, contents: dict[str, Any], files: dict[str, Any] | No
     """The first file of `part` ("weights" or "trainingState") that is missing, of another size than
     recorded, empty where nothing was recorded, or (with `deep`) of another sha256; None when intact."""
     directory = Path(directory)
-    for relative in _expected(contents, part, files, layout):
+    expected = _expected(contents, part, files, layout)
+    if not expected:
+        folder = _part_dir(contents, part)
+        return Damage(folder if folder not in ("", ".") else ".", f"holds no files of its {part}")
+    for relative in expected:
         path = directory / relative
         if path.is_symlink() or not path.is_file():
             return Damage(relative, "is missing")
@@ -97,10 +101,14 @@ def damage(directory: Path, contents: dict[str, Any], files: dict[str, Any] | No
                 return Damage(relative, "is empty")
             continue
         if size != want["bytes"]:
-            return Damage(relative, f"has {size} bytes; the snapshot recorded {want['bytes']}")
+            return Damage(relative, f"has {_bytes(size)}; the snapshot recorded {_bytes(want['bytes'])}")
         if deep and sha256_of(path) != want["sha256"]:
             return Damage(relative, "is not the file the snapshot recorded (its sha256 differs)")
     return None
+
+
+def _bytes(count: int) -> str:
+    return "1 byte" if count == 1 else f"{count} bytes"
 
 
 def damage_of(artifacts: Any, snapshot: dict[str, Any], *, part: str, deep: bool = False) -> Damage | None:

@@ -22,12 +22,15 @@ MANIFEST = {"layout": 2, "run": "run-elsewhere", "step": 8, "method": "sft", "en
 
 def snapshot_dir(tmp_path, **fields):
     """A layout-2 snapshot directory whose manifest is MANIFEST with `fields` changed (`...` drops
-    one); the adapter files hold placeholder bytes, which neither import nor download reads."""
+    one); the adapter and training-state files hold placeholder bytes, which neither import nor
+    download reads."""
     manifest = {k: v for k, v in {**MANIFEST, **fields}.items() if v is not ...}
     directory = tmp_path / "snap"
     (directory / "adapter").mkdir(parents=True)
     (directory / "adapter" / "adapter_config.json").write_text("{}")
     (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    (directory / "training_state").mkdir()
+    (directory / "training_state" / "optimizer.pt").write_bytes(b"optimizer")
     (directory / "snapshot.json").write_text(json.dumps(manifest))
     return directory
 
@@ -314,3 +317,28 @@ def test_an_archive_holding_a_link_is_refused(client, admin, tmp_path, config):
         "snap.tar holds a member the trainer will not unpack (snap/adapter/adapter_model.safetensors is not a "
         "plain file or directory)")
     assert imported_dirs(config) == before
+
+
+# --- Damaged imports (issue 14): a manifest that lists its files is held to them
+
+def test_an_import_whose_listed_files_differ_is_refused_naming_the_file(client, admin, tmp_path, config):
+    from shared.snapshot_files import record
+
+    directory = snapshot_dir(tmp_path)
+    listed = record(directory)
+    (directory / "snapshot.json").write_text(json.dumps({**MANIFEST, "files": listed}))
+    before = imported_dirs(config)
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weig")
+    resp = import_(client, admin, directory)
+    assert resp.status_code == 400 and resp.json["error"] == {
+        "code": "invalid", "details": {"field": "path", "file": "adapter/adapter_model.safetensors"},
+        "message": reasons.snapshot_import_damaged(str(directory), "adapter/adapter_model.safetensors",
+                                                   "has 4 bytes; the snapshot recorded 7 bytes")}
+    assert resp.json["error"]["message"] == (
+        f"the snapshot directory {directory} is damaged: its file adapter/adapter_model.safetensors has 4 bytes; "
+        "the snapshot recorded 7 bytes")
+    assert imported_dirs(config) == before and client.get("/v1/snapshots", headers=admin).json["items"] == []
+
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")  # intact again
+    resp = import_(client, admin, directory)
+    assert resp.status_code == 201 and resp.json["files"] == listed

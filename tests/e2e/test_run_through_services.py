@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tarfile
 from importlib import resources
@@ -68,6 +69,13 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
     with tarfile.open(fileobj=io.BytesIO(archive.content)) as tar:
         tar.extractall(tmp_path / "adapter", filter="data")
     assert (tmp_path / "adapter" / "adapter_model.safetensors").exists()
+    # the snapshot recorded its files as written; the downloaded weights are those bytes
+    recorded = final["files"]["adapter/adapter_model.safetensors"]
+    weights = (tmp_path / "adapter" / "adapter_model.safetensors").read_bytes()
+    assert (len(weights), hashlib.sha256(weights).hexdigest()) == (recorded["bytes"], recorded["sha256"])
+    assert {"adapter/adapter_config.json", "training_state/optimizer.pt"} <= set(final["files"])
+    assert final["readable"] == {"weights": True, "trainingState": True} and final["damaged"] == {
+        "weights": None, "trainingState": None}
 
 
 def test_cancel_a_running_run(stack):
