@@ -47,6 +47,15 @@ class FullMatch(validate.Regexp):
         return value
 
 
+class JsonBoolean(fields.Boolean):
+    """true or false, nothing else: marshmallow's own takes 1, "yes", "on" and the like."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 def count(*, minimum: int, maximum: int, why: str, **kw: Any) -> fields.Integer:
     """A whole-number field from `minimum` to `maximum`; its help text says the range and why."""
     description = kw.pop("description")
@@ -113,6 +122,10 @@ class HyperparametersSchema(Schema):
                  description="random seed")
     maxSeqLength = count(load_default=512, minimum=8, maximum=1_048_576, why="the longest context of any model",
                          description="longest tokenized row; longer rows are cut")
+    trainOnPrompt = JsonBoolean(
+        load_default=False,
+        metadata={"description": "sft: take the loss over every token of a row; by default (false) a chat row "
+                                 "trains on its assistant turns and a prompt/completion row on its completion"})
 
     @validates_schema
     def _length(self, data: dict[str, Any], **_: Any) -> None:

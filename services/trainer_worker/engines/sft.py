@@ -12,8 +12,10 @@ A job may restore (job.restore): its snapshot's adapter weights with a fresh opt
 whole training state through the Trainer's `resume_from_checkpoint`, which continues exactly
 (optimizer, LR schedule, RNG, data position, step).
 
-What is SFT's own: its view of the dataset rows (`load_rows`), its TRL config (`sft_config`) and
-validation passes over the plan's `validationDataset` (`SftReporterCallback`).
+What is SFT's own: its view of the dataset rows (`load_rows`), which tokens the loss is taken over
+(`tokenized`, loss_masks.py: assistant turns, or completions, unless `trainOnPrompt`), its TRL
+config (`sft_config`) and validation passes over the plan's `validationDataset`
+(`SftReporterCallback`), whose rows are masked the same way.
 
 On CUDA the worker exposes the granted GPUs to this process (CUDA_VISIBLE_DEVICES), so the
 engine sees them as cuda:0..N-1 (cuda:LOCAL_RANK in a rank).
@@ -40,6 +42,7 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
+from services.trainer_worker.engines.loss_masks import chat_row, trained_tokens
 from shared.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import ValidationFailed
 
@@ -113,7 +116,28 @@ def sft_config(job: TrainingJob):
         max_length=int(setting(job.plan, "hyperparameters", "maxSeqLength")),
         include_num_input_tokens_seen="non_padding",
         packing=False,
+        # prompt/completion rows: the loss over the completion only, unless the plan trains on the prompt
+        # (chat rows come tokenized with their own mask: loss_masks.py)
+        completion_only_loss=not setting(job.plan, "hyperparameters", "trainOnPrompt"),
     )
+
+
+def tokenized(rows: list[dict[str, Any]], tokenizer, *, train_on_prompt: bool) -> list[dict[str, Any]]:
+    """Chat rows as `input_ids` + `assistant_masks` (loss_masks.chat_row: the assistant turns, for
+    any chat template); prompt/completion rows as they are, for TRL to mask."""
+    if not rows or "messages" not in rows[0]:
+        return rows
+    return [chat_row(tokenizer, row["messages"], train_on_prompt=train_on_prompt) for row in rows]
+
+
+def loss_phrase(rows: list[dict[str, Any]], *, train_on_prompt: bool) -> str:
+    """What the loss is taken over, for the run's first event."""
+    if train_on_prompt:
+        return "the loss over every token (trainOnPrompt)"
+    if rows and "assistant_masks" in rows[0]:
+        total = sum(len(row["input_ids"]) for row in rows)
+        return f"the loss over the assistant turns ({sum(map(trained_tokens, rows))} of {total} tokens)"
+    return "the loss over the completions"
 
 
 def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
@@ -133,8 +157,12 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         )
     restored, tokenizer, model = load_for_training(job, reporter)
     args = sft_config(job)
-    dataset = Dataset.from_list(load_rows(job.dataset_path))
-    validation = Dataset.from_list(load_rows(job.validation_path)) if job.validation_path else None
+    train_on_prompt = bool(setting(plan, "hyperparameters", "trainOnPrompt"))
+    rows = tokenized(load_rows(job.dataset_path), tokenizer, train_on_prompt=train_on_prompt)
+    dataset = Dataset.from_list(rows)
+    validation = (Dataset.from_list(tokenized(load_rows(job.validation_path), tokenizer,
+                                              train_on_prompt=train_on_prompt))
+                  if job.validation_path else None)
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
     callback = bind_callback(SftReporterCallback, job, reporter,
                              validate_every=validate_every(plan) if job.validation_path else None)
@@ -150,7 +178,8 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     reporter.event(
         f"training {plan.get('model')} on {len(dataset)} rows on {', '.join(job.devices)}, "
         + (f"validating on {len(validation)} rows, " if validation is not None else "")
-        + f"{args.per_device_train_batch_size} row(s) per device per micro-batch"
+        + f"{args.per_device_train_batch_size} row(s) per device per micro-batch, "
+        + loss_phrase(rows, train_on_prompt=train_on_prompt)
         + restore_phrase(restored)
     )
     trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)

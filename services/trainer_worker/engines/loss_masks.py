@@ -1,0 +1,58 @@
+"""Which tokens of an SFT row the loss is taken over (issue 15: assistant-only loss for any chat
+template).
+
+A chat row trains on its assistant turns only, by default. Templates rarely mark them (the tiny
+model's has no `{% generation %}` markers, nor have real Qwen3 ones), so the mask is built by
+rendering the conversation turn by turn, as Axolotl's `roles_to_train` and LLaMA-Factory's
+`train_on_prompt: false` do: an assistant turn's tokens run from where the conversation before it,
+rendered with the generation prompt, ends to where the conversation up to it ends. So they are its
+content and the template's end of turn: the tokens an endpoint must produce, and the ones an
+evaluation's loss is taken over (engines/evaluate.py `target_ids` cuts the same seam).
+
+Each rendering is tokenized whole and compared with the whole conversation's tokens: a boundary is
+the length of their common prefix, so a merge across a seam never shifts the mask.
+
+`prompt`/`completion` rows are left to TRL, which trains on the completion (and the EOS it adds)
+and masks the prompt the same way (its `completion_only_loss`). `hyperparameters.trainOnPrompt`
+turns both off: every token trains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+IGNORED = -100  # the label of a token the loss skips (PyTorch's cross-entropy ignore_index)
+
+
+def _ids(tokenizer, messages: list[dict[str, Any]], *, generation_prompt: bool = False) -> list[int]:
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    same = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        same += 1
+    return same
+
+
+def chat_row(tokenizer, messages: list[dict[str, Any]], *, train_on_prompt: bool = False) -> dict[str, list[int]]:
+    """`input_ids` of the whole conversation and `assistant_masks` (1 where the loss is taken)."""
+    whole = _ids(tokenizer, messages)
+    if train_on_prompt:
+        return {"input_ids": whole, "assistant_masks": [1] * len(whole)}
+    mask = [0] * len(whole)
+    for i, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        start = _common_prefix(_ids(tokenizer, messages[:i], generation_prompt=True), whole) if i else 0
+        end = _common_prefix(_ids(tokenizer, messages[: i + 1]), whole)
+        for position in range(start, end):
+            mask[position] = 1
+    return {"input_ids": whole, "assistant_masks": mask}
+
+
+def trained_tokens(row: dict[str, list[int]]) -> int:
+    return sum(row["assistant_masks"])
