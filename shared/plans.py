@@ -122,6 +122,11 @@ class HyperparametersSchema(Schema):
                  description="random seed")
     maxSeqLength = count(load_default=512, minimum=8, maximum=1_048_576, why="the longest context of any model",
                          description="longest tokenized row; longer rows are cut")
+    packing = JsonBoolean(
+        load_default=False,
+        metadata={"description": "sft: pack several rows into each sequence of up to maxSeqLength tokens (fewer "
+                                 "padding tokens per step; no row attends to another). A step then holds batchSize "
+                                 "packed sequences"})
     trainOnPrompt = JsonBoolean(
         load_default=False,
         metadata={"description": "sft: take the loss over every token of a row; by default (false) a chat row "

@@ -13,8 +13,9 @@ Each rendering is tokenized whole and compared with the whole conversation's tok
 the length of their common prefix, so a merge across a seam never shifts the mask.
 
 `prompt`/`completion` rows are left to TRL, which trains on the completion (and the EOS it adds)
-and masks the prompt the same way (its `completion_only_loss`). `hyperparameters.trainOnPrompt`
-turns both off: every token trains.
+and masks the prompt the same way (its `completion_only_loss`), except when rows are packed
+(packing.py), which needs them tokenized first: `completion_row` does what TRL does.
+`hyperparameters.trainOnPrompt` turns both off: every token trains.
 """
 
 from __future__ import annotations
@@ -52,6 +53,18 @@ def chat_row(tokenizer, messages: list[dict[str, Any]], *, train_on_prompt: bool
         for position in range(start, end):
             mask[position] = 1
     return {"input_ids": whole, "assistant_masks": mask}
+
+
+def completion_row(tokenizer, prompt: str, completion: str, *, train_on_prompt: bool = False) -> dict[str, list[int]]:
+    """A prompt/completion row as TRL tokenizes it (the completion followed by the EOS token), with
+    its mask: the completion's tokens, where the prompt's tokens stop being a prefix."""
+    whole = tokenizer(prompt + completion, add_special_tokens=True)["input_ids"]
+    if tokenizer.eos_token_id is not None:
+        whole = [*whole, tokenizer.eos_token_id]
+    if train_on_prompt:
+        return {"input_ids": whole, "assistant_masks": [1] * len(whole)}
+    start = _common_prefix(tokenizer(prompt, add_special_tokens=True)["input_ids"], whole)
+    return {"input_ids": whole, "assistant_masks": [0] * start + [1] * (len(whole) - start)}
 
 
 def trained_tokens(row: dict[str, list[int]]) -> int:

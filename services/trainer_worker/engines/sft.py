@@ -42,7 +42,8 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
-from services.trainer_worker.engines.loss_masks import chat_row, trained_tokens
+from services.trainer_worker.engines.loss_masks import chat_row, completion_row, trained_tokens
+from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
 from shared.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import ValidationFailed
 
@@ -122,12 +123,23 @@ def sft_config(job: TrainingJob):
     )
 
 
-def tokenized(rows: list[dict[str, Any]], tokenizer, *, train_on_prompt: bool) -> list[dict[str, Any]]:
+def tokenized(rows: list[dict[str, Any]], tokenizer, *, train_on_prompt: bool,
+              every_format: bool = False) -> list[dict[str, Any]]:
     """Chat rows as `input_ids` + `assistant_masks` (loss_masks.chat_row: the assistant turns, for
-    any chat template); prompt/completion rows as they are, for TRL to mask."""
-    if not rows or "messages" not in rows[0]:
+    any chat template); prompt/completion rows as they are, for TRL to mask, unless `every_format`
+    (packing needs every row tokenized: loss_masks.completion_row)."""
+    if not rows:
         return rows
-    return [chat_row(tokenizer, row["messages"], train_on_prompt=train_on_prompt) for row in rows]
+    if "messages" in rows[0]:
+        return [chat_row(tokenizer, row["messages"], train_on_prompt=train_on_prompt) for row in rows]
+    if every_format:
+        return [completion_row(tokenizer, row["prompt"], row["completion"], train_on_prompt=train_on_prompt)
+                for row in rows]
+    return rows
+
+
+def packed(rows: list[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
+    return pack([labelled(row) for row in rows], max_length)
 
 
 def loss_phrase(rows: list[dict[str, Any]], *, train_on_prompt: bool) -> str:
@@ -158,11 +170,16 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     restored, tokenizer, model = load_for_training(job, reporter)
     args = sft_config(job)
     train_on_prompt = bool(setting(plan, "hyperparameters", "trainOnPrompt"))
-    rows = tokenized(load_rows(job.dataset_path), tokenizer, train_on_prompt=train_on_prompt)
-    dataset = Dataset.from_list(rows)
-    validation = (Dataset.from_list(tokenized(load_rows(job.validation_path), tokenizer,
-                                              train_on_prompt=train_on_prompt))
-                  if job.validation_path else None)
+    packing = bool(setting(plan, "hyperparameters", "packing"))
+    rows = tokenized(load_rows(job.dataset_path), tokenizer, train_on_prompt=train_on_prompt, every_format=packing)
+    validation_rows = (tokenized(load_rows(job.validation_path), tokenizer, train_on_prompt=train_on_prompt,
+                                 every_format=packing) if job.validation_path else None)
+    if packing:
+        dataset = Dataset.from_list(packed(rows, args.max_length))
+        validation = Dataset.from_list(packed(validation_rows, args.max_length)) if validation_rows else None
+    else:
+        dataset = Dataset.from_list(rows)
+        validation = Dataset.from_list(validation_rows) if validation_rows else None
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
     callback = bind_callback(SftReporterCallback, job, reporter,
                              validate_every=validate_every(plan) if job.validation_path else None)
@@ -172,13 +189,17 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         train_dataset=dataset,
         eval_dataset=validation,
         processing_class=tokenizer,
+        data_collator=PackedCollator(tokenizer.pad_token_id) if packing else None,
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
     ))
+    if packing:
+        use_packed_masks(trainer.model)
     reporter.event(
-        f"training {plan.get('model')} on {len(dataset)} rows on {', '.join(job.devices)}, "
-        + (f"validating on {len(validation)} rows, " if validation is not None else "")
-        + f"{args.per_device_train_batch_size} row(s) per device per micro-batch, "
+        f"training {plan.get('model')} on {len(rows)} rows on {', '.join(job.devices)}, "
+        + (f"packed into {len(dataset)} sequences of at most {args.max_length} tokens, " if packing else "")
+        + (f"validating on {len(validation_rows)} rows, " if validation_rows else "")
+        + f"{args.per_device_train_batch_size} {'sequence' if packing else 'row'}(s) per device per micro-batch, "
         + loss_phrase(rows, train_on_prompt=train_on_prompt)
         + restore_phrase(restored)
     )
