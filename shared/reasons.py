@@ -270,6 +270,9 @@ def route_unknown(method: str, path: str) -> str:
 
 
 INTERNAL_ERROR = "the trainer hit an internal error; see the API log"
+# A 503 while Redis is down or restarting (shared/errors.StoreUnavailable, docs/faults.md).
+STORE_UNREACHABLE = ("the trainer cannot reach its store (Redis) right now; it reconnects by itself, "
+                     "so send the request again in a few seconds")
 REQUEST_BODY_NOT_JSON_OBJECT = "the request body must be a JSON object (Content-Type: application/json)"
 
 

@@ -11,7 +11,8 @@ views: the bearer tokens, the error shape and sentences, the body checks.
 Per request: one Redis `GET` (the endpoint's document by id; by name, the hint key first), the
 request to the serving process over a kept-open connection (services/api/upstream.py), the answer
 relayed as it comes; an error answer of the serving process (vLLM's shape) is relayed in the API's
-one error shape, its words kept (`_relayed_error`). `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
+one error shape, its words kept (`_relayed_error`). Redis out of reach (past the client's own
+retries, shared/store.py) is a 503 with Retry-After. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
 short idle timeout) per endpoint, in a thread (a `WATCH` transaction through the store): idle stop
 counts in seconds to hours, so it may lag the last request by that much, never more.
 """
@@ -25,7 +26,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import redis.asyncio
+import redis
 
 from services.api import upstream
 from services.api.auth import Principal, principal_for
@@ -40,6 +41,7 @@ from shared.errors import (
     Internal,
     MethodNotAllowed,
     NotFound,
+    StoreUnavailable,
     TooLarge,
     TrainerError,
     Unauthenticated,
@@ -47,6 +49,7 @@ from shared.errors import (
     ValidationFailed,
 )
 from shared.states import EndpointPhase
+from shared.store import connect_async
 from shared.times import now_iso
 
 PROXIED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
@@ -83,7 +86,7 @@ class Gateway:
 
     def __init__(self, context: Context):
         self.context = context
-        self.redis = redis.asyncio.Redis.from_url(context.config.redis_url, decode_responses=True)
+        self.redis = connect_async(context.config.redis_url)
         self.pool = upstream.Pool()
         self.log = logs.get("api")
 
@@ -101,9 +104,15 @@ class Gateway:
             await self._forward(path, body, who, receive, send, outcome)
         except TrainerError as exc:
             outcome["code"] = exc.status
-            await _send_json(send, exc.status, exc.to_dict())
+            await _send_json(send, exc.status, exc.to_dict(), headers=_encoded(exc.headers()))
         except _ClientGone:
             outcome["code"] = 499  # logged only: the client closed the request before it was read
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            self.log.warning("store unreachable", path=path, error=f"{type(exc).__name__}: {exc}")
+            if "started" not in outcome:
+                error = StoreUnavailable()
+                outcome["code"] = error.status
+                await _send_json(send, error.status, error.to_dict(), headers=_encoded(error.headers()))
         except Exception:
             self.log.exception("unhandled error", path=path)
             if "started" not in outcome:
@@ -271,6 +280,10 @@ async def method_not_allowed(scope: dict, send) -> None:
     """405 for any method but POST on a proxied path, as Flask answers it for its own routes."""
     error = MethodNotAllowed(reasons.route_unknown(scope["method"], scope["path"]))
     await _send_json(send, error.status, error.to_dict(), headers=[(b"allow", b"POST")])
+
+
+def _encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
 
 
 async def _send_json(send, status: int, payload: dict[str, Any], *, headers: list[tuple[bytes, bytes]] = ()) -> None:
