@@ -282,6 +282,10 @@ def request_too_large(max_bytes: int) -> str:
 
 ENDPOINT_STOPPED_BY_USER = "stopped by the user"
 ENDPOINT_PROCESS_UNREACHABLE = "the endpoint's serving process did not answer"
+# The warn event of an endpoint whose serving process refused or dropped a proxied request's
+# connection: the proxy sent it back to STARTING (shared/lifecycle/endpoints.process_gone).
+ENDPOINT_PROCESS_GONE = ("a request found its serving process gone (connection refused or reset); "
+                         "STARTING until the endpoint manager sees it answer or starts another")
 
 
 # --- Endpoints as the endpoint manager moves them (services/endpoint_manager).

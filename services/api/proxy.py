@@ -11,8 +11,11 @@ views: the bearer tokens, the error shape and sentences, the body checks.
 Per request: one Redis `GET` (the endpoint's document by id; by name, the hint key first), the
 request to the serving process over a kept-open connection (services/api/upstream.py), the answer
 relayed as it comes; an error answer of the serving process (vLLM's shape) is relayed in the API's
-one error shape, its words kept (`_relayed_error`). Redis out of reach (past the client's own
-retries, shared/store.py) is a 503 with Retry-After. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
+one error shape, its words kept (`_relayed_error`). A serving process that refuses or drops the
+connection has died (or is dying): the request is refused with the endpoint's phase, as one to an
+endpoint that is not READY is, and the endpoint goes back to STARTING (`_process_gone`) until its
+endpoint manager sees the process answer again or starts another. Redis out of reach (past the
+client's own retries, shared/store.py) is a 503 with Retry-After. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
 short idle timeout) per endpoint, in a thread (a `WATCH` transaction through the store): idle stop
 counts in seconds to hours, so it may lag the last request by that much, never more.
 """
@@ -48,6 +51,7 @@ from shared.errors import (
     Unprocessable,
     ValidationFailed,
 )
+from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.states import EndpointPhase
 from shared.store import connect_async
 from shared.times import now_iso
@@ -166,7 +170,9 @@ class Gateway:
             answer = await self.pool.post(doc["address"], path, json.dumps({**body, "model": served_as}).encode(),
                                           api_key=(doc.get("process") or {}).get("apiKey"))
             data = None if stream and answer.status < 400 else await answer.read()  # an error is one body
-        except upstream.UpstreamUnreachable:
+        except upstream.ProcessGone as exc:
+            raise await self._process_gone(doc, exc) from None
+        except upstream.UpstreamUnreachable:  # no answer in time, or not HTTP: the process is there
             latest = await find_endpoint_async(self.redis, self.context.store, doc["id"]) or doc
             if latest.get("stopRequested") or latest.get("phase") != EndpointPhase.READY:
                 raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]),
@@ -187,9 +193,30 @@ class Gateway:
                         "headers": [*headers, (b"content-length", str(len(data)).encode())]})
             await send({"type": "http.response.body", "body": data})
             return
-        await self._relay(answer, rename, headers, receive, send, outcome)
+        await self._relay(doc, answer, rename, headers, receive, send, outcome)
 
-    async def _relay(self, answer: upstream.Response, rename, headers, receive, send, outcome) -> None:
+    async def _process_gone(self, seen: dict[str, Any], exc: Exception) -> TrainerError:
+        """The refusal of a request whose endpoint's serving process refused or dropped the
+        connection (SPEC 6: a request to an endpoint that is not READY is refused with its phase).
+        The endpoint is marked STARTING through its one writer (shared/lifecycle/endpoints.py), only
+        while it is still READY with that process, so that the requests after this one are refused
+        at once; its endpoint manager then sees the process answer (READY again) or starts another."""
+        self.log.warning("serving process gone", endpoint=seen["id"], reason=str(exc))
+        marked = await asyncio.to_thread(endpoint_lifecycle.process_gone, self.context.store, seen)
+        if marked is not None:
+            await asyncio.to_thread(self.context.store.add_event, seen["id"], reasons.ENDPOINT_PROCESS_GONE,
+                                    level="warn")
+        latest = marked or await find_endpoint_async(self.redis, self.context.store, seen["id"]) or seen
+        try:
+            _refuse_unless_ready(latest)
+        except TrainerError as refusal:
+            return refusal
+        # READY again already, with another process: rare enough that the client's retry is the answer
+        return Conflict(reasons.endpoint_not_ready(seen["id"], EndpointPhase.STARTING),
+                        details={"phase": EndpointPhase.STARTING.value})
+
+    async def _relay(self, doc: dict[str, Any], answer: upstream.Response, rename, headers, receive, send,
+                     outcome) -> None:
         """A streamed answer, each chunk as the serving process sends it (SSE events are chunked).
         If the client goes away the connection to the serving process is dropped, not reused, so
         it stops generating for nobody; if the serving process breaks off, so does the answer
@@ -215,6 +242,8 @@ class Gateway:
         except upstream.UpstreamUnreachable as exc:
             self.log.warning("the serving process broke off a streamed answer", endpoint=outcome.get("endpoint"),
                              reason=str(exc))
+            if isinstance(exc, upstream.ProcessGone):  # the answer is cut short; the next requests are refused
+                await self._process_gone(doc, exc)
         finally:
             answer.close()
             watcher.cancel()
