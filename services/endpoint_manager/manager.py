@@ -130,7 +130,7 @@ class EndpointManager:
             log = self.log.bind(endpoint=endpoint_id)
             try:
                 counts[self._one(endpoint_id, claims.get(endpoint_id), log)] += 1
-            except redis.ConnectionError:
+            except (redis.ConnectionError, redis.TimeoutError):  # Redis, not this endpoint: the loop waits
                 raise
             except Exception:  # one broken endpoint must not stop the others
                 log.exception("endpoint pass failed")
