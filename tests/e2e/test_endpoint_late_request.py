@@ -25,6 +25,7 @@ every answer is 200 or the phase sentence, and the time until it answers again i
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import time
@@ -161,24 +162,27 @@ def test_a_serving_process_killed_between_requests_never_gives_a_502(stack):
     """Nothing paused: the manager races the request (it probes every 0.5 s); whichever sees the
     loss first, the request right after the kill gets the phase sentence."""
     ep = ready_endpoint(stack)
-    recovered_s = []
+    recovered_s, answers = [], collections.Counter()
     for _ in range(2):
         assert completion(stack, ep["id"]).status_code == 200
         pid = stack.get(f"/v1/endpoints/{ep['id']}").json()["process"]["pid"]
         kill_serving_process(pid)
         killed = time.monotonic()
         resp = completion(stack, ep["id"])  # right after: the connection is refused (or already STARTING)
+        answers[resp.status_code] += 1
         assert resp.status_code == 409 and resp.json()["error"] == starting(ep["id"]), resp.text
         while True:
             assert time.monotonic() - killed < 120, stack.log_tail("endpoint-manager")
             resp = completion(stack, ep["id"])
+            answers[resp.status_code] += 1
             if resp.status_code == 200:
                 recovered_s.append(round(time.monotonic() - killed, 1))
                 break
             assert resp.status_code == 409 and resp.json()["error"] == starting(ep["id"]), resp.text
             time.sleep(0.1)
         assert stack.get(f"/v1/endpoints/{ep['id']}").json()["process"]["pid"] != pid
-    print(f"\nserving process SIGKILLed: answering again after {recovered_s} s")
+    print(f"\nserving process SIGKILLed twice: answers after the kills {dict(answers)}; "
+          f"answering again after {recovered_s} s")
     requests.delete(f"{stack.api_url}/v1/endpoints/{ep['id']}", headers=stack.headers(), timeout=REQUEST_TIMEOUT_S)
 
 
