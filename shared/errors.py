@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared import reasons
+
 
 class TrainerError(Exception):
     status = 400
@@ -17,6 +19,10 @@ class TrainerError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the answer carries besides its body (none but for a 503)."""
+        return {}
 
 
 class ValidationFailed(TrainerError):
@@ -83,5 +89,20 @@ class Internal(TrainerError):
 
 
 class Unavailable(TrainerError):
+    """The trainer cannot serve the request now, but may in a moment: the answer says when to try
+    again (`Retry-After`, seconds)."""
+
     status = 503
     code = "unavailable"
+    retry_after_s = 2
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_s)}
+
+
+class StoreUnavailable(Unavailable):
+    """Redis did not answer, even after the client's own retries (shared/store.py): every service
+    reconnects by itself once it is back, so the same request is worth sending again."""
+
+    def __init__(self) -> None:
+        super().__init__(reasons.STORE_UNREACHABLE, details={"retryAfterS": self.retry_after_s})

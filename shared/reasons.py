@@ -270,6 +270,9 @@ def route_unknown(method: str, path: str) -> str:
 
 
 INTERNAL_ERROR = "the trainer hit an internal error; see the API log"
+# A 503 while Redis is down or restarting (shared/errors.StoreUnavailable, docs/faults.md).
+STORE_UNREACHABLE = ("the trainer cannot reach its store (Redis) right now; it reconnects by itself, "
+                     "so send the request again in a few seconds")
 REQUEST_BODY_NOT_JSON_OBJECT = "the request body must be a JSON object (Content-Type: application/json)"
 
 
@@ -279,6 +282,10 @@ def request_too_large(max_bytes: int) -> str:
 
 ENDPOINT_STOPPED_BY_USER = "stopped by the user"
 ENDPOINT_PROCESS_UNREACHABLE = "the endpoint's serving process did not answer"
+# The warn event of an endpoint whose serving process refused or dropped a proxied request's
+# connection: the proxy sent it back to STARTING (shared/lifecycle/endpoints.process_gone).
+ENDPOINT_PROCESS_GONE = ("a request found its serving process gone (connection refused or reset); "
+                         "STARTING until the endpoint manager sees it answer or starts another")
 
 
 # --- Endpoints as the endpoint manager moves them (services/endpoint_manager).
@@ -300,16 +307,41 @@ def endpoint_start_timed_out(start_timeout_s: int | float) -> str:
     return f"did not become ready within {int(start_timeout_s)}s; see its log"
 
 
-def endpoint_process_ended(exit_code: int) -> str:
-    """Detail of an endpoint whose serving process ended before it answered."""
+def how_it_ended(exit_code: int) -> str:
+    """How a process ended, from its return code: `exited with code 3`, `was killed by SIGKILL`."""
     if exit_code < 0:
         try:
-            how = f"was killed by {signal.Signals(-exit_code).name}"
+            return f"was killed by {signal.Signals(-exit_code).name}"
         except ValueError:
-            how = f"was killed by signal {-exit_code}"
-    else:
-        how = f"exited with code {exit_code}"
-    return f"its serving process {how} before it was ready; see its log"
+            return f"was killed by signal {-exit_code}"
+    return f"exited with code {exit_code}"
+
+
+def endpoint_process_ended(exit_code: int) -> str:
+    """Detail of an endpoint whose serving process ended before it answered."""
+    return f"its serving process {how_it_ended(exit_code)} before it was ready; see its log"
+
+
+# --- The local stack's supervisor (training_cli/supervisor.py): its log lines and `training status`.
+
+def service_restarting(name: str, exit_code: int, *, delay_s: float, restart: int) -> str:
+    """A service of the local stack ended; the supervisor starts it again after `delay_s`."""
+    return f"{name} {how_it_ended(exit_code)}; starting it again in {delay_s:g}s (restart {restart})"
+
+
+def service_started(name: str, pid: int, restart: int) -> str:
+    return f"{name} started (pid {pid})" if restart == 0 else f"{name} started again (pid {pid}, restart {restart})"
+
+
+def service_could_not_start(name: str, error: str, delay_s: float) -> str:
+    return f"{name} could not be started ({error}); trying again in {delay_s:g}s"
+
+
+SUPERVISOR_STOPPING = "stopping the local stack: the services first, then its Redis"
+
+
+def service_did_not_stop(name: str, pid: int, grace_s: float) -> str:
+    return f"{name} (pid {pid}) did not stop within {grace_s:g}s; killed it"
 
 
 def endpoint_could_not_start(error: str) -> str:

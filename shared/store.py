@@ -13,6 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis
+import redis.asyncio
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import EqualJitterBackoff
+from redis.retry import Retry
 
 from shared import reasons
 from shared.errors import NotFound, ValidationFailed
@@ -149,5 +153,38 @@ class Store:
         return [json.loads(m) for m in self.redis.lrange(self.keys.metrics(run_id), start, -1)]
 
 
+# How every service's Redis client rides out a Redis that restarts (docs/faults.md). A command that
+# meets a connection error (refused, reset, timed out, or Redis still loading its AOF) is sent again
+# on a new connection, up to REDIS_RETRIES times, the waits doubling from REDIS_RETRY_BASE_S to at
+# most REDIS_RETRY_CAP_S, with jitter so that many clients do not reconnect in step: about 3 s in
+# all (2.2 to 4.4 s). Past that the error reaches the caller: the API answers 503 with Retry-After
+# (shared/errors.StoreUnavailable), and each service's loop waits and tries its next pass.
+REDIS_RETRIES = 6
+REDIS_RETRY_BASE_S = 0.1
+REDIS_RETRY_CAP_S = 1.0
+# A Redis host that is down (not refusing: a refusal is immediate) is given up on after this long.
+REDIS_CONNECT_TIMEOUT_S = 2.0
+# An answer slower than this counts as a lost connection (and is retried); longer than the one
+# blocking command the services send (the scheduler's BLPOP, 1 s).
+REDIS_SOCKET_TIMEOUT_S = 5.0
+# A pooled connection idle this long is PINGed before it is used, so one that Redis dropped meanwhile
+# is replaced before a command is lost on it.
+REDIS_HEALTH_CHECK_S = 10
+
+
+def _settings(retry_class: type) -> dict[str, Any]:
+    backoff = EqualJitterBackoff(cap=REDIS_RETRY_CAP_S, base=REDIS_RETRY_BASE_S)
+    return {"decode_responses": True, "retry": retry_class(backoff, REDIS_RETRIES),
+            "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
+            "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S, "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+            "socket_keepalive": True, "health_check_interval": REDIS_HEALTH_CHECK_S}
+
+
 def connect(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+    """The Redis client every service uses: it reconnects by itself when Redis comes back."""
+    return redis.Redis.from_url(url, **_settings(Retry))
+
+
+def connect_async(url: str) -> redis.asyncio.Redis:
+    """`connect` for asyncio code (the API's proxy), with the same retries and timeouts."""
+    return redis.asyncio.Redis.from_url(url, **_settings(AsyncRetry))

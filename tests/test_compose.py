@@ -24,6 +24,13 @@ def test_compose_has_the_services_of_the_local_cluster():
     assert "--appendonly" in redis_cmd and redis_cmd[redis_cmd.index("--appendonly") + 1] == "yes"
 
 
+def test_every_service_is_started_again_when_it_dies():
+    """Compose brings a dead service back only when told to (issue 14, "Faults"); `unless-stopped`
+    leaves one an operator stopped on purpose alone."""
+    assert {name: spec.get("restart") for name, spec in services().items()} == {
+        name: "unless-stopped" for name in services()}
+
+
 def test_every_command_names_a_real_entry_point():
     checked = 0
     for name, spec in services().items():

@@ -1,7 +1,13 @@
-"""A small client of the trainer's REST API (docs/api.md). Every failure becomes a CliError."""
+"""A small client of the trainer's REST API (docs/api.md). Every failure becomes a CliError.
+
+A read (GET) answered 503 with Retry-After (the trainer's Redis is restarting, docs/faults.md) is
+sent again after that many seconds, for up to `RETRY_UNAVAILABLE_S` in all, so `runs watch` or a
+script's `get` rides out a store restart; a write answered 503 is not sent again (it may have been
+half done), its sentence says what to do."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -10,6 +16,7 @@ import requests
 from training_cli.errors import ApiError, CliError
 
 DEFAULT_TIMEOUT_S = 30.0
+RETRY_UNAVAILABLE_S = 30.0
 
 
 class ApiClient:
@@ -72,9 +79,22 @@ class ApiClient:
 
     # -- plumbing ------------------------------------------------------------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        deadline = time.monotonic() + RETRY_UNAVAILABLE_S
+        while True:
+            response = self._send(method, path, **kwargs)
+            wait_s = _retry_after_s(response) if method == "GET" else None
+            if wait_s is None or time.monotonic() + wait_s > deadline:
+                break
+            response.close()
+            time.sleep(wait_s)
+        if not response.ok:
+            raise _api_error(response)
+        return response
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         url = self.base_url + path
         try:
-            response = self.session.request(method, url, timeout=self.timeout_s, **kwargs)
+            return self.session.request(method, url, timeout=self.timeout_s, **kwargs)
         except requests.ConnectionError:
             raise CliError(
                 f"cannot reach the trainer API at {self.base_url} (is the stack up? run: training up)"
@@ -83,9 +103,6 @@ class ApiClient:
             raise CliError(
                 f"the trainer API at {self.base_url} did not answer within {self.timeout_s:g}s"
             ) from None
-        if not response.ok:
-            raise _api_error(response)
-        return response
 
     @staticmethod
     def _json(response: requests.Response) -> Any:
@@ -98,6 +115,16 @@ class ApiClient:
                 f"the trainer API answered {response.request.method} {response.url} with "
                 "something that is not JSON"
             ) from None
+
+
+def _retry_after_s(response: requests.Response) -> float | None:
+    """The seconds a 503 asks to wait before the same request, None for any other answer."""
+    if response.status_code != 503:
+        return None
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", "")))
+    except ValueError:
+        return None
 
 
 def _api_error(response: requests.Response) -> ApiError:

@@ -1,5 +1,7 @@
 """`training up` / `training down`: the whole stack as local processes on the embedded default.
 
+    supervisor python -m training_cli.supervisor STACK_DIR: starts the services below, and starts
+               again any that dies (training_cli/supervisor.py)
     redis      its own, password-protected (unless TRAINING_REDIS_URL or the config names one that answers)
     api        python -m services.api.main --host 127.0.0.1 --port PORT
     scheduler  python -m services.scheduler.main
@@ -24,15 +26,19 @@ import requests
 from rich.console import Console
 
 import shared
+from shared import reasons
 from shared.config import load_config, training_home
 from shared.errors import TrainerError
-from shared.redis_server import RedisStartError, ensure_redis, free_port, port_in_use
+from shared.redis_server import RedisStartError, free_port, port_in_use, redis_answers, redis_command
+from training_cli import supervisor as supervision
 from training_cli.errors import CliError
 from training_cli.settings import write_cli_config
-from training_cli.stack_state import ServiceRecord, StackState, tail
+from training_cli.stack_state import SUPERVISOR, ServiceRecord, StackState, stop_rank, tail
 
 HEALTH_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+# The supervisor stops the services, then Redis, each group within STOP_GRACE_S
+SUPERVISOR_STOP_S = 2 * supervision.STOP_GRACE_S + 5
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,12 @@ def health_ok(api_url: str, timeout_s: float = 2.0) -> bool:
 
 
 def running_stack(state: StackState | None = None) -> StackInfo | None:
-    """The local stack if its processes are alive and its API answers, else None."""
+    """The local stack if its supervisor is alive and its API answers, else None. (A service the
+    supervisor is starting again is its business, not a reason to start another stack.)"""
     state = state or StackState()
     info = state.info()
-    records = state.records()
-    if not info.get("apiUrl") or not records or not all(r.alive() for r in records):
+    watcher = next((r for r in state.records() if r.name == SUPERVISOR), None)
+    if not info.get("apiUrl") or watcher is None or not watcher.alive():
         return None
     if not health_ok(info["apiUrl"]):
         return None
@@ -79,12 +86,13 @@ def service_commands(port: int, nodes: list[str]) -> dict[str, list[str]]:
     return commands
 
 
-def up(*, port: int, out: Console) -> tuple[StackInfo, dict[str, subprocess.Popen]]:
-    """Start the stack and wait until its API answers; returns its address and the processes."""
+def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
+    """Start the stack (its supervisor, which starts the services) and wait until its API answers;
+    returns its address and the supervisor's process (None when the stack was already up)."""
     state = StackState()
     existing = running_stack(state)
     if existing:
-        return existing, {}
+        return existing, None
     leftovers = [r for r in state.records() if r.alive()]
     if leftovers:
         names = ", ".join(f"{r.name} (pid {r.pid})" for r in leftovers)
@@ -99,28 +107,29 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, dict[str, subprocess.Pope
         raise CliError(exc.message) from None
     nodes = [node.name for pool in config.pools.values() for node in pool.nodes]
 
-    processes: dict[str, subprocess.Popen] = {}
     # With no Redis named (the embedded default), the stack starts one of its own on a free local
     # port rather than writing into whatever answers at 6379; a Redis it starts requires the
-    # password kept beside the admin token, and the URL the services get carries it.
+    # password kept beside the admin token, and the URL the services get carries it. The
+    # supervisor starts it (first) and starts it again, same port and AOF, should it die.
     wanted = config.redis_url if config.redis_url_given else f"redis://127.0.0.1:{free_port()}/0"
-    try:
-        redis_url, redis_process = ensure_redis(wanted, state.redis_dir, password=state.redis_password())
-    except RedisStartError as exc:
-        raise CliError(str(exc)) from None
-    if redis_process is not None:
-        state.record("redis", redis_process.pid, list(redis_process.args))
-        processes["redis"] = redis_process
-        out.print(f"started Redis at {redis_url} (data in {state.redis_dir})")
+    services: dict[str, list[str]] = {}
+    redis_url = wanted
+    if not redis_answers(wanted):
+        try:
+            redis_url, services[supervision.REDIS] = redis_command(wanted, state.redis_dir,
+                                                                   password=state.redis_password())
+        except RedisStartError as exc:
+            raise CliError(str(exc)) from None
     token = state.admin_token()
     env = service_env(redis_url, token)
     api_url = api_url_for(port)
     state.save_info({"apiUrl": api_url, "port": port, "redisUrl": redis_url})
-    for name, command in service_commands(port, nodes).items():
-        processes[name] = spawn(state, name, command, env)
+    services.update(service_commands(port, nodes))
+    supervision.write_plan(state, services)
+    watcher = spawn(state, SUPERVISOR, supervision.command(state), env)
 
     with out.status(f"waiting for the trainer API at {api_url} ..."):
-        failed = wait_healthy(api_url, processes, HEALTH_TIMEOUT_S)
+        failed = wait_healthy(api_url, watcher, state, HEALTH_TIMEOUT_S)
     if failed:
         name, why = failed
         out.print(f"[red]error:[/] {name} {why}; last lines of {state.log_path(name)}:")
@@ -128,8 +137,10 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, dict[str, subprocess.Pope
             out.print(f"  {line}", markup=False, highlight=False)
         down(out=Console(quiet=True))
         raise CliError(f"the local stack did not come up ({name} {why})")
+    if supervision.REDIS in services:
+        out.print(f"started Redis at {redis_url} (data in {state.redis_dir})")
     write_cli_config(api_url, token)
-    return StackInfo(api_url, token, already_up=False), processes
+    return StackInfo(api_url, token, already_up=False), watcher
 
 
 def service_env(redis_url: str, token: str) -> dict[str, str]:
@@ -156,60 +167,87 @@ def spawn(state: StackState, name: str, command: list[str], env: dict[str, str])
     return process
 
 
-def wait_healthy(
-    api_url: str, processes: dict[str, subprocess.Popen], timeout_s: float
-) -> tuple[str, str] | None:
-    """None once /v1/health answers 200; else (service, what went wrong)."""
+def wait_healthy(api_url: str, watcher: subprocess.Popen, state: StackState, timeout_s: float) -> tuple[str, str] | None:
+    """None once /v1/health answers 200; else (service, what went wrong). A service that ends while
+    the stack comes up fails `up` (with its log) instead of being restarted over and over: it is
+    most likely a configuration it will never get past."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for name, process in processes.items():
-            if process.poll() is not None:
-                return name, f"exited with code {process.returncode}"
+        if watcher.poll() is not None:
+            return SUPERVISOR, reasons.how_it_ended(watcher.returncode)
+        for rec in state.records():
+            if rec.last_exit is not None:
+                return rec.name, reasons.how_it_ended(rec.last_exit)
         if health_ok(api_url, timeout_s=1.0):
             return None
         time.sleep(0.25)
     return "api", f"did not answer GET /v1/health within {timeout_s:g}s"
 
 
-def foreground(processes: dict[str, subprocess.Popen], out: Console) -> int:
-    """Stay up until Ctrl-C (then stop everything) or until a service exits (then stop the rest)."""
+def foreground(watcher: subprocess.Popen, out: Console) -> int:
+    """Stay up until Ctrl-C (then stop everything), printing what the supervisor logs (a service
+    that died and was started again); if the supervisor itself ends, stop the rest."""
     state = StackState()
     # `kill PID` of the foreground `training up` stops the stack the same way Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    log = state.log_path(SUPERVISOR)
+    seen = log.stat().st_size if log.exists() else 0
     try:
         while True:
             time.sleep(1.0)
-            for name, process in processes.items():
-                if process.poll() is not None:
-                    out.print(f"[red]{name} exited with code {process.returncode}[/]; last lines of its log:")
-                    for line in tail(state.log_path(name)):
-                        out.print(f"  {line}", markup=False, highlight=False)
-                    down(out=out)
-                    return 1
+            seen = _print_new_lines(log, seen, out)
+            if watcher.poll() is not None:
+                out.print(f"[red]the supervisor {reasons.how_it_ended(watcher.returncode)}[/]; "
+                          "stopping the rest of the stack")
+                down(out=out)
+                return 1
     except KeyboardInterrupt:
         out.print("\nstopping the local stack ...")
         down(out=out)
         return 0
 
 
+def _print_new_lines(log: Path, seen: int, out: Console) -> int:
+    try:
+        with log.open("rb") as f:
+            f.seek(seen)
+            new = f.read()
+    except OSError:
+        return seen
+    complete = new[:new.rfind(b"\n") + 1]
+    for line in complete.decode(errors="replace").splitlines():
+        out.print(line, markup=False, highlight=False)
+    return seen + len(complete)
+
+
 def down(*, out: Console) -> list[ServiceRecord]:
-    """SIGTERM every recorded process group, SIGKILL what is left after 10 s, forget them all."""
+    """Stop the supervisor (which stops its services, Redis last); then SIGTERM every recorded
+    process group still alive (what a supervisor that died left behind), SIGKILL what is left after
+    10 s, and forget them all."""
     state = StackState()
-    records = state.records()
-    alive = [r for r in records if r.alive()]
-    for rec in alive:
+    alive = [r for r in state.records() if r.alive()]
+    watcher = next((r for r in alive if r.name == SUPERVISOR), None)
+    if watcher is not None:
+        _signal_group(watcher.pid, signal.SIGTERM)
+        deadline = time.monotonic() + SUPERVISOR_STOP_S
+        while time.monotonic() < deadline and watcher.alive():
+            time.sleep(0.2)
+    leftovers = [r for r in state.records() if r.alive()]
+    for rec in leftovers:
         _signal_group(rec.pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline and any(r.alive() for r in alive):
+    while time.monotonic() < deadline and any(r.alive() for r in leftovers):
         time.sleep(0.2)
-    for rec in alive:
+    for rec in leftovers:
         if rec.alive():
             _signal_group(rec.pid, signal.SIGKILL)
-            out.print(f"{rec.name} (pid {rec.pid}) did not stop within {STOP_GRACE_S:g}s; killed it")
-    for rec in records:
+            out.print(reasons.service_did_not_stop(rec.name, rec.pid, STOP_GRACE_S))
+    alive += [r for r in leftovers if (r.name, r.pid) not in {(a.name, a.pid) for a in alive}]
+    for rec in state.records():
         state.forget(rec.name)
     if alive:
-        out.print("stopped " + ", ".join(f"{r.name} (pid {r.pid})" for r in alive))
+        stopped = sorted(alive, key=lambda r: stop_rank(r.name))
+        out.print("stopped " + ", ".join(f"{r.name} (pid {r.pid})" for r in stopped))
     else:
         out.print("no local stack is running")
     return alive

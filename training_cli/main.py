@@ -42,6 +42,7 @@ cli.add_command(comparisons.group)
 cli.add_command(config.group)
 cli.add_command(stack.up)
 cli.add_command(stack.down)
+cli.add_command(stack.status)
 cli.add_command(stack.quickstart)
 
 

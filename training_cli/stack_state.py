@@ -1,5 +1,7 @@
 """The local stack's state dir, $TRAINING_HOME/stack/: one pid record per service, logs, the admin
-token and where the API listens. Records let `training down` stop exactly what `up` started."""
+token and where the API listens. Records let `training down` stop exactly what `up` started, and
+`training status` show what runs; the supervisor (training_cli/supervisor.py) writes the records of
+the services it starts, with how often it restarted each and how each last ended."""
 
 from __future__ import annotations
 
@@ -13,16 +15,19 @@ from typing import Any
 
 from shared.config import training_home
 
-# Stop order: whatever depends on others first, Redis last.
-STOP_ORDER = ("worker", "scheduler", "api", "redis")
+# Stop order: the supervisor (so that it restarts nothing), whatever depends on others, Redis last.
+STOP_ORDER = ("supervisor", "worker", "endpoint-manager", "scheduler", "api", "redis")
+SUPERVISOR = "supervisor"
 
 
 @dataclass(frozen=True)
 class ServiceRecord:
-    name: str  # "api", "scheduler", "worker-local", "redis"
+    name: str  # "supervisor", "api", "scheduler", "worker-local", "endpoint-manager-local", "redis"
     pid: int  # also its process group: every service starts in a session of its own
     command: list[str]
     started_at: float
+    restarts: int = 0  # how often the supervisor started it again
+    last_exit: int | None = None  # the return code it last ended with (negative: killed by that signal)
 
     def alive(self) -> bool:
         return process_alive(self.pid, self.command)
@@ -68,23 +73,36 @@ class StackState:
         return self.logs / f"{name}.log"
 
     # -- pid records --------------------------------------------------------------------------
-    def record(self, name: str, pid: int, command: list[str]) -> ServiceRecord:
-        rec = ServiceRecord(name, pid, command, time.time())
-        self.pids.mkdir(parents=True, exist_ok=True)
-        (self.pids / f"{name}.json").write_text(
-            json.dumps({"name": name, "pid": pid, "command": command, "startedAt": rec.started_at})
-        )
+    def record(self, name: str, pid: int, command: list[str], *, restarts: int = 0,
+               last_exit: int | None = None) -> ServiceRecord:
+        rec = ServiceRecord(name, pid, command, time.time(), restarts, last_exit)
+        self._write(rec)
         return rec
+
+    def update_record(self, name: str, **fields) -> None:
+        """Change fields of a record (the supervisor notes an exit before the restart)."""
+        rec = next((r for r in self.records() if r.name == name), None)
+        if rec is not None:
+            self._write(ServiceRecord(**{**rec.__dict__, **fields}))
+
+    def _write(self, rec: ServiceRecord) -> None:
+        self.pids.mkdir(parents=True, exist_ok=True)
+        temporary = self.pids / f".{rec.name}.json.tmp"  # readers never see half a record
+        temporary.write_text(json.dumps({"name": rec.name, "pid": rec.pid, "command": rec.command,
+                                         "startedAt": rec.started_at, "restarts": rec.restarts,
+                                         "lastExit": rec.last_exit}))
+        temporary.replace(self.pids / f"{rec.name}.json")
 
     def records(self) -> list[ServiceRecord]:
         found = []
         for path in sorted(self.pids.glob("*.json")) if self.pids.exists() else []:
             try:
                 raw = json.loads(path.read_text())
-                found.append(ServiceRecord(raw["name"], int(raw["pid"]), list(raw["command"]), raw["startedAt"]))
+                found.append(ServiceRecord(raw["name"], int(raw["pid"]), list(raw["command"]), raw["startedAt"],
+                                           int(raw.get("restarts", 0)), raw.get("lastExit")))
             except (OSError, ValueError, KeyError):
                 path.unlink(missing_ok=True)  # unreadable: nothing we can safely stop
-        return sorted(found, key=lambda r: _stop_rank(r.name))
+        return sorted(found, key=lambda r: stop_rank(r.name))
 
     def forget(self, name: str) -> None:
         (self.pids / f"{name}.json").unlink(missing_ok=True)
@@ -130,7 +148,7 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)  # an older file keeps its mode through O_TRUNC
 
 
-def _stop_rank(name: str) -> int:
+def stop_rank(name: str) -> int:
     for rank, prefix in enumerate(STOP_ORDER):
         if name.startswith(prefix):
             return rank

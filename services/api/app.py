@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import redis
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
@@ -11,7 +12,7 @@ from services.api.openapi import build_spec, docs_page
 from services.api.views import base_models, comparisons, datasets, endpoints, evaluations, info, pools, runs, snapshots
 from shared import logs, reasons
 from shared.config import DeploymentConfig, load_config
-from shared.errors import Internal, TooLarge, TrainerError
+from shared.errors import Internal, StoreUnavailable, TooLarge, TrainerError
 
 OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 
@@ -51,7 +52,16 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
 
     @app.errorhandler(TrainerError)
     def _trainer_error(exc: TrainerError):
-        return exc.to_dict(), exc.status
+        return exc.to_dict(), exc.status, exc.headers()
+
+    @app.errorhandler(redis.ConnectionError)
+    @app.errorhandler(redis.TimeoutError)
+    def _store_unreachable(exc: redis.RedisError):
+        # Redis is down or restarting, and the client's retries (shared/store.py) ran out: a 503
+        # the client may send again, not a 500 (docs/faults.md).
+        log.warning("store unreachable", path=request.path, error=f"{type(exc).__name__}: {exc}")
+        err = StoreUnavailable()
+        return err.to_dict(), err.status, err.headers()
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc):

@@ -66,6 +66,17 @@ SNAPSHOT_IMPORT_BODY = {
 }
 # Routes a request may call without a token (app.OPEN_PATHS)
 OPEN = {"/v1/health", "/v1/openapi.json"}
+# Routes that never read Redis, so never answer 503 (every other one does while Redis is out of reach)
+WITHOUT_STORE = {"/v1/openapi.json"}
+PROXIED = {"/v1/chat/completions", "/v1/completions"}
+# The answer of any route that reads Redis while Redis is out of reach (docs/faults.md)
+UNAVAILABLE = {
+    "description": "the store (Redis) is out of reach, even after the API's own retries; every service "
+                   "reconnects by itself, so the request may be sent again after Retry-After seconds",
+    "headers": {"Retry-After": {"description": "seconds to wait before sending the request again",
+                                "schema": {"type": "integer", "minimum": 1}}},
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
 
 # path -> {method: (summary, request schema or None, response schema, success status[, query parameters])}
 ROUTES = {
@@ -166,6 +177,7 @@ def build_spec() -> dict:
     spec = APISpec(title="the trainer", version=VERSION, openapi_version="3.0.3", plugins=[MarshmallowPlugin()])
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=schemas.ErrorSchema)
+    spec.components.response("Unavailable", UNAVAILABLE)
     for path, operations in ROUTES.items():
         ops = {}
         for method, (summary, request_schema, response_schema, status, *query_parameters) in operations.items():
@@ -175,6 +187,12 @@ def build_spec() -> dict:
                                               "content": {"application/json": {"schema": "Error"}}}}}
             if response_schema is not None:
                 op["responses"][str(status)]["content"] = {"application/json": {"schema": response_schema}}
+            if path in PROXIED:
+                op["responses"]["502"] = {"description": "the endpoint's serving process answered with a server "
+                                                         "error, or not in time",
+                                          "content": {"application/json": {"schema": "Error"}}}
+            if path not in WITHOUT_STORE:
+                op["responses"]["503"] = "Unavailable"
             if request_schema == "multipart":
                 op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
                     "type": "object", "required": ["file"],

@@ -11,7 +11,11 @@ views: the bearer tokens, the error shape and sentences, the body checks.
 Per request: one Redis `GET` (the endpoint's document by id; by name, the hint key first), the
 request to the serving process over a kept-open connection (services/api/upstream.py), the answer
 relayed as it comes; an error answer of the serving process (vLLM's shape) is relayed in the API's
-one error shape, its words kept (`_relayed_error`). `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
+one error shape, its words kept (`_relayed_error`). A serving process that refuses or drops the
+connection has died (or is dying): the request is refused with the endpoint's phase, as one to an
+endpoint that is not READY is, and the endpoint goes back to STARTING (`_process_gone`) until its
+endpoint manager sees the process answer again or starts another. Redis out of reach (past the
+client's own retries, shared/store.py) is a 503 with Retry-After. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
 short idle timeout) per endpoint, in a thread (a `WATCH` transaction through the store): idle stop
 counts in seconds to hours, so it may lag the last request by that much, never more.
 """
@@ -25,7 +29,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import redis.asyncio
+import redis
 
 from services.api import upstream
 from services.api.auth import Principal, principal_for
@@ -40,13 +44,16 @@ from shared.errors import (
     Internal,
     MethodNotAllowed,
     NotFound,
+    StoreUnavailable,
     TooLarge,
     TrainerError,
     Unauthenticated,
     Unprocessable,
     ValidationFailed,
 )
+from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.states import EndpointPhase
+from shared.store import connect_async
 from shared.times import now_iso
 
 PROXIED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
@@ -83,7 +90,7 @@ class Gateway:
 
     def __init__(self, context: Context):
         self.context = context
-        self.redis = redis.asyncio.Redis.from_url(context.config.redis_url, decode_responses=True)
+        self.redis = connect_async(context.config.redis_url)
         self.pool = upstream.Pool()
         self.log = logs.get("api")
 
@@ -101,9 +108,15 @@ class Gateway:
             await self._forward(path, body, who, receive, send, outcome)
         except TrainerError as exc:
             outcome["code"] = exc.status
-            await _send_json(send, exc.status, exc.to_dict())
+            await _send_json(send, exc.status, exc.to_dict(), headers=_encoded(exc.headers()))
         except _ClientGone:
             outcome["code"] = 499  # logged only: the client closed the request before it was read
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            self.log.warning("store unreachable", path=path, error=f"{type(exc).__name__}: {exc}")
+            if "started" not in outcome:
+                error = StoreUnavailable()
+                outcome["code"] = error.status
+                await _send_json(send, error.status, error.to_dict(), headers=_encoded(error.headers()))
         except Exception:
             self.log.exception("unhandled error", path=path)
             if "started" not in outcome:
@@ -157,7 +170,9 @@ class Gateway:
             answer = await self.pool.post(doc["address"], path, json.dumps({**body, "model": served_as}).encode(),
                                           api_key=(doc.get("process") or {}).get("apiKey"))
             data = None if stream and answer.status < 400 else await answer.read()  # an error is one body
-        except upstream.UpstreamUnreachable:
+        except upstream.ProcessGone as exc:
+            raise await self._process_gone(doc, exc) from None
+        except upstream.UpstreamUnreachable:  # no answer in time, or not HTTP: the process is there
             latest = await find_endpoint_async(self.redis, self.context.store, doc["id"]) or doc
             if latest.get("stopRequested") or latest.get("phase") != EndpointPhase.READY:
                 raise EndpointStopped(reasons.endpoint_stopped_before_request(doc["id"]),
@@ -178,9 +193,30 @@ class Gateway:
                         "headers": [*headers, (b"content-length", str(len(data)).encode())]})
             await send({"type": "http.response.body", "body": data})
             return
-        await self._relay(answer, rename, headers, receive, send, outcome)
+        await self._relay(doc, answer, rename, headers, receive, send, outcome)
 
-    async def _relay(self, answer: upstream.Response, rename, headers, receive, send, outcome) -> None:
+    async def _process_gone(self, seen: dict[str, Any], exc: Exception) -> TrainerError:
+        """The refusal of a request whose endpoint's serving process refused or dropped the
+        connection (SPEC 6: a request to an endpoint that is not READY is refused with its phase).
+        The endpoint is marked STARTING through its one writer (shared/lifecycle/endpoints.py), only
+        while it is still READY with that process, so that the requests after this one are refused
+        at once; its endpoint manager then sees the process answer (READY again) or starts another."""
+        self.log.warning("serving process gone", endpoint=seen["id"], reason=str(exc))
+        marked = await asyncio.to_thread(endpoint_lifecycle.process_gone, self.context.store, seen)
+        if marked is not None:
+            await asyncio.to_thread(self.context.store.add_event, seen["id"], reasons.ENDPOINT_PROCESS_GONE,
+                                    level="warn")
+        latest = marked or await find_endpoint_async(self.redis, self.context.store, seen["id"]) or seen
+        try:
+            _refuse_unless_ready(latest)
+        except TrainerError as refusal:
+            return refusal
+        # READY again already, with another process: rare enough that the client's retry is the answer
+        return Conflict(reasons.endpoint_not_ready(seen["id"], EndpointPhase.STARTING),
+                        details={"phase": EndpointPhase.STARTING.value})
+
+    async def _relay(self, doc: dict[str, Any], answer: upstream.Response, rename, headers, receive, send,
+                     outcome) -> None:
         """A streamed answer, each chunk as the serving process sends it (SSE events are chunked).
         If the client goes away the connection to the serving process is dropped, not reused, so
         it stops generating for nobody; if the serving process breaks off, so does the answer
@@ -206,6 +242,8 @@ class Gateway:
         except upstream.UpstreamUnreachable as exc:
             self.log.warning("the serving process broke off a streamed answer", endpoint=outcome.get("endpoint"),
                              reason=str(exc))
+            if isinstance(exc, upstream.ProcessGone):  # the answer is cut short; the next requests are refused
+                await self._process_gone(doc, exc)
         finally:
             answer.close()
             watcher.cancel()
@@ -271,6 +309,10 @@ async def method_not_allowed(scope: dict, send) -> None:
     """405 for any method but POST on a proxied path, as Flask answers it for its own routes."""
     error = MethodNotAllowed(reasons.route_unknown(scope["method"], scope["path"]))
     await _send_json(send, error.status, error.to_dict(), headers=[(b"allow", b"POST")])
+
+
+def _encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
 
 
 async def _send_json(send, status: int, payload: dict[str, Any], *, headers: list[tuple[bytes, bytes]] = ()) -> None:

@@ -13,7 +13,8 @@ from marshmallow import Schema, fields
 
 
 class ErrorBodySchema(Schema):
-    code = fields.String(metadata={"description": "stable error code: invalid, unauthenticated, forbidden, not_found, conflict, too_large, refused"})
+    code = fields.String(metadata={"description": "stable error code: invalid, unauthenticated, forbidden, not_found, "
+                                                  "conflict, too_large, refused; bad_gateway, internal, unavailable"})
     message = fields.String(metadata={"description": "a sentence that names what was wrong"})
     details = fields.Raw(metadata={"description": "what the sentence refers to (fields, lines, ids)"})
 
@@ -506,6 +507,8 @@ INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
         "adapterName": "the name its serving process gives the adapter (the proxy rewrites it)",
         "managerMissingSince": "which absence of its node's endpoint manager the scheduler has handled "
                                "(services/scheduler/lost_endpoints.py)",
+        "processLost": "the serving process a proxied request found gone (shared/lifecycle/endpoints.process_gone), "
+                       "for its endpoint manager; its events say so",
     },
     EndpointProcessSchema: {
         "startTicks": "the process's start time in clock ticks, to tell it from a later process with its pid",

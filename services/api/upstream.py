@@ -11,7 +11,9 @@ Connections are kept per address and reused once an answer has been read to its 
 connection that the serving process had closed (it restarted, or dropped an idle connection) fails
 before a single byte of an answer arrives; the request is then sent once more on a new connection,
 which is safe because nothing reached a server that had already closed it. A new connection that
-fails raises `UpstreamUnreachable`.
+is refused, or one closed or reset before the answer is complete, raises `ProcessGone` (the serving
+process is likely dead: the proxy refuses with the endpoint's phase and marks it STARTING); an
+answer that does not come in time or cannot be parsed raises `UpstreamUnreachable` (a 502).
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ _READ_SIZE = 65536
 
 
 class UpstreamUnreachable(Exception):
-    """The serving process could not be reached, or broke off before its answer was complete."""
+    """The serving process did not answer in time, or sent an answer that is not HTTP."""
+
+
+class ProcessGone(UpstreamUnreachable):
+    """The serving process refused the connection, or closed or reset it before its answer was
+    complete: what a process that died (or is dying) does."""
 
 
 class _Connection:
@@ -64,10 +71,12 @@ class Response:
                     break
                 try:
                     data = await asyncio.wait_for(self._conn.reader.read(_READ_SIZE), READ_TIMEOUT_S)
-                except (OSError, TimeoutError) as exc:
-                    raise UpstreamUnreachable(f"reading the answer failed: {exc}") from exc
+                except TimeoutError as exc:
+                    raise UpstreamUnreachable(f"no more of the answer within {READ_TIMEOUT_S:g}s") from exc
+                except OSError as exc:
+                    raise ProcessGone(f"reading the answer failed: {exc}") from exc
                 if not data:
-                    raise UpstreamUnreachable("the serving process closed the connection mid-answer")
+                    raise ProcessGone("the serving process closed the connection mid-answer")
                 self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
             raise UpstreamUnreachable(f"the serving process sent a malformed answer: {exc}") from exc
@@ -135,7 +144,8 @@ class Pool:
     async def post(self, base_url: str, path: str, body: bytes, *, api_key: str | None = None) -> Response:
         """POST `body` (JSON) to `base_url + path`, with `api_key` as its bearer token when given (the
         serving process's own secret); returns once the answer's status and headers have arrived.
-        Raises `UpstreamUnreachable` if no answer comes."""
+        Raises `ProcessGone` if the connection is refused or dropped before an answer came,
+        `UpstreamUnreachable` if none comes in time."""
         parts = urlsplit(base_url)
         address = (parts.hostname or "127.0.0.1", parts.port or 80)
         auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
@@ -153,12 +163,12 @@ class Pool:
                 conn.close()  # closed by the serving process while idle: try a new connection
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as exc:
-            raise UpstreamUnreachable(f"cannot connect to {base_url}: {exc}") from exc
+        except (OSError, TimeoutError) as exc:  # refused, or nothing listens there any more
+            raise ProcessGone(f"cannot connect to {base_url}: {exc or type(exc).__name__}") from exc
         try:
             return await self._exchange(address, _Connection(reader, writer), head + body)
         except _NothingCame as exc:
-            raise UpstreamUnreachable(f"{base_url} closed the connection without answering") from exc
+            raise ProcessGone(f"{base_url} closed the connection without answering") from exc
 
     async def _exchange(self, address: tuple[str, int], conn: _Connection, request: bytes) -> Response:
         state = _ParseState()
@@ -171,18 +181,21 @@ class Pool:
                 if not data:
                     conn.close()
                     if received:
-                        raise UpstreamUnreachable("the serving process closed the connection mid-answer")
+                        raise ProcessGone("the serving process closed the connection mid-answer")
                     raise _NothingCame()
                 received = True
                 parser.feed_data(data)
         except (ConnectionResetError, BrokenPipeError) as exc:
             conn.close()
             if received:
-                raise UpstreamUnreachable(f"the connection broke: {exc}") from exc
+                raise ProcessGone(f"the connection broke: {exc}") from exc
             raise _NothingCame() from exc
-        except (OSError, TimeoutError) as exc:
+        except TimeoutError as exc:
             conn.close()
-            raise UpstreamUnreachable(f"no answer: {exc}") from exc
+            raise UpstreamUnreachable(f"no answer within {READ_TIMEOUT_S:g}s") from exc
+        except OSError as exc:
+            conn.close()
+            raise ProcessGone(f"no answer: {exc}") from exc
         except httptools.HttpParserError as exc:
             conn.close()
             raise UpstreamUnreachable(f"the serving process sent a malformed answer: {exc}") from exc

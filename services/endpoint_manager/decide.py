@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from shared import reasons
-from shared.lifecycle.endpoints import idle_expired, start_timed_out
+from shared.lifecycle.endpoints import idle_expired, process_lost, start_timed_out
 from shared.states import EndpointPhase
 
 # A READY endpoint whose process is alive but fails this many probes in a row is lost.
@@ -23,7 +23,7 @@ class Action(StrEnum):
     NOTHING = "nothing"  # nothing to change this pass (queued, loading, serving, or ended)
     START = "start"  # STARTING without a live process: write its load spec, start one
     READY = "ready"  # STARTING and its process answers: READY at its address
-    RESTART = "restart"  # READY and its process was lost: back to STARTING, start another
+    RESTART = "restart"  # its process was lost (READY, or STARTING after a request found it gone): start another
     FAIL = "fail"  # STARTING that will not become ready (timeout, process ended): stop it, FAILED
     STOP = "stop"  # stop requested, or idle past its idleTimeout: stop it, TERMINATED
     REAP = "reap"  # ended endpoint whose process still runs: stop the process, change nothing
@@ -35,7 +35,7 @@ class Probe:
 
     alive: bool = False  # the recorded pid runs, and is the process started for this endpoint
     answers: bool = False  # GET /health answered 200 within the probe timeout
-    failures: int = 0  # failed probes in a row while READY, this one included
+    failures: int = 0  # failed probes in a row while READY (or found lost), this one included
     exit_code: int | None = None  # how it ended, when this manager started it and saw it end
 
 
@@ -72,6 +72,12 @@ def _starting(doc: dict[str, Any], probe: Probe, now: float) -> Decision:
         return Decision(Action.READY, EndpointPhase.READY)
     if start_timed_out(doc, now):
         return Decision(Action.FAIL, EndpointPhase.FAILED, reasons.endpoint_start_timed_out(doc["startTimeout"]))
+    if process_lost(doc):
+        # A proxied request found the process that served it gone and sent the endpoint back here
+        # (shared/lifecycle/endpoints.process_gone): lost, as a READY one is, not failed to start.
+        if not probe.alive or probe.failures >= LOST_AFTER_FAILED_PROBES:
+            return Decision(Action.RESTART, EndpointPhase.STARTING)
+        return NOTHING  # alive: its next probes say whether it still answers
     if probe.exit_code is not None:
         return Decision(Action.FAIL, EndpointPhase.FAILED, reasons.endpoint_process_ended(probe.exit_code))
     if not probe.alive:

@@ -35,7 +35,7 @@ def serve(*, manager: EndpointManager, stop: threading.Event, log: Any, every_s:
                 standby = not standby
                 log.info("standby: another manager acts for this node" if standby else "acting for the node")
             stop.wait(every_s)
-        except redis.ConnectionError as exc:
+        except (redis.ConnectionError, redis.TimeoutError) as exc:  # past the client's retries (shared/store.py)
             log.warning("redis unreachable", error=str(exc))
             stop.wait(ERROR_BACKOFF_S)
         except Exception:  # a bad document must not stop the node's endpoints

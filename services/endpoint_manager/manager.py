@@ -32,7 +32,7 @@ from shared.config import DeploymentConfig
 from shared.errors import ValidationFailed
 from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
-from shared.lifecycle.endpoints import idle_expired
+from shared.lifecycle.endpoints import idle_expired, process_lost
 from shared.load_spec import LoadSpec, load_spec_for
 from shared.snapshot_files import damage_of
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
@@ -130,7 +130,7 @@ class EndpointManager:
             log = self.log.bind(endpoint=endpoint_id)
             try:
                 counts[self._one(endpoint_id, claims.get(endpoint_id), log)] += 1
-            except redis.ConnectionError:
+            except (redis.ConnectionError, redis.TimeoutError):  # Redis, not this endpoint: the loop waits
                 raise
             except Exception:  # one broken endpoint must not stop the others
                 log.exception("endpoint pass failed")
@@ -175,7 +175,7 @@ class EndpointManager:
             alive = supervisor.is_recorded_process(process)
         answers = alive and supervisor.health_ok(self._address(doc))
         failures = 0
-        if doc["phase"] == EndpointPhase.READY and not answers:
+        if (doc["phase"] == EndpointPhase.READY or process_lost(doc)) and not answers:
             failures = self.failures.get(doc["id"], 0) + 1
         self.failures[doc["id"]] = failures
         return Probe(alive=alive, answers=answers, failures=failures, exit_code=exit_code)

@@ -62,7 +62,7 @@ def serve(
                 log.info("pass", **counts)
             if not stop.is_set():
                 client.blpop([keys.scheduler_wakeup()], timeout=WAKEUP_WAIT_S)
-        except redis.ConnectionError as exc:
+        except (redis.ConnectionError, redis.TimeoutError) as exc:  # past the client's retries (shared/store.py)
             log.warning("redis unreachable", error=str(exc))
             stop.wait(ERROR_BACKOFF_S)
         except Exception:  # a bad claim or document must not stop scheduling for everyone

@@ -8,11 +8,11 @@ with that phase once the state machine allows the edge:
 |---|---|---|
 | `stoppedAt` (+ `failed`, `detail`) | API (stop a QUEUED one), endpoint manager (stop, fail), scheduler (no manager within the start timeout) | TERMINATED, or FAILED when `failed` |
 | `address` (+ `readyAt` the first time) | endpoint manager: its serving process answers | READY |
-| `startingSince` | scheduler (grant), endpoint manager (process lost), scheduler (manager lost): `address` cleared | STARTING |
+| `startingSince` | scheduler (grant), endpoint manager (process lost), scheduler (manager lost), API (a proxied request found the process gone, with `processLost`): `address` cleared | STARTING |
 | none of those | API: create | QUEUED |
 
 A terminal phase is final whatever is recorded later. The rules over the facts that more than one
-service applies (start timeout, idle expiry) are here too.
+service applies (start timeout, idle expiry, a process found lost) are here too.
 """
 
 from __future__ import annotations
@@ -67,12 +67,44 @@ def ended(*, detail: str, failed: bool) -> dict[str, Any]:
 
 def ready(doc: dict[str, Any], address: str) -> dict[str, Any]:
     """The facts of an endpoint whose serving process answers at `address`."""
-    return {"address": address, "readyAt": doc.get("readyAt") or now_iso()}
+    return {"address": address, "readyAt": doc.get("readyAt") or now_iso(), "processLost": None}
 
 
 def restarting(since: str | None = None) -> dict[str, Any]:
     """The facts of an endpoint (re)starting its serving process: no address, its start timeout from now."""
-    return {"address": None, "startingSince": since or now_iso()}
+    return {"address": None, "startingSince": since or now_iso(), "processLost": None}
+
+
+def process_gone(store: Any, seen: dict[str, Any]) -> dict[str, Any] | None:
+    """A request through the trainer found the serving process of the READY endpoint `seen` gone:
+    its connection was refused or reset (SPEC 6, "Outliving a restart"). Recorded as the endpoint
+    manager records a lost process (back to STARTING, no address, its start timeout from now), plus
+    `processLost` naming that process, so that later requests are refused at once and the manager
+    starts another one (or sees this one answer again) instead of failing the endpoint for a process
+    that "ended before it was ready".
+
+    Only while the endpoint is still READY, under the same claim, with the same process, and no stop
+    requested: a manager that got there first (it restarted or stopped it) stands. Returns the
+    document as written, or None when nothing was."""
+    process = seen.get("process") or {}
+    identity = (process.get("pid"), process.get("startedAt"))
+
+    def same_process(doc: dict[str, Any]) -> dict[str, Any] | None:
+        current = doc.get("process") or {}
+        if doc.get("stopRequested") or (current.get("pid"), current.get("startedAt")) != identity:
+            return None
+        return doc
+
+    return record(store, seen["id"], expect={EndpointPhase.READY}, claim=(seen.get("scheduling") or {}).get("claim"),
+                  change=same_process, **{**restarting(), "processLost": {"pid": process.get("pid"), "at": now_iso()}})
+
+
+def process_lost(doc: dict[str, Any]) -> bool:
+    """True when a request found the endpoint's recorded serving process gone (`process_gone`) and
+    no process has been started or seen answering since: the endpoint manager restarts it rather
+    than waiting for it to load, and does not count its end as a failure to start."""
+    lost, process = doc.get("processLost") or {}, doc.get("process") or {}
+    return lost.get("pid") is not None and lost.get("pid") == process.get("pid")
 
 
 def record(store: Any, endpoint_id: str, *, expect: Iterable[EndpointPhase | str] | None = None,

@@ -24,11 +24,11 @@ def peer():
     peer.close()
 
 
-def ready_at(app, client, admin, address: str, **body) -> dict:
+def ready_at(app, client, admin, address: str, stored: dict | None = None, **body) -> dict:
     ep = client.post("/v1/endpoints", headers=admin, json={"model": "builtin/tiny-qwen3", **body}).json
     stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return app.extensions["trainer"].store.update(ep["id"], lambda d: {
-        **d, "phase": "READY", "address": address, "readyAt": stamp, "servedModel": "served"})
+        **d, "phase": "READY", "address": address, "readyAt": stamp, "servedModel": "served", **(stored or {})})
 
 
 def test_errors_have_the_shape_and_sentences_of_the_rest_of_the_api(http, api_url, admin, team, app, client, peer):
@@ -98,13 +98,50 @@ def test_a_client_that_goes_away_mid_stream_closes_the_serving_process_connectio
     assert peer.reader_gone.wait(5), "the proxy kept reading a stream nobody wanted"
 
 
-def test_a_serving_process_that_breaks_off_is_a_bad_gateway(http, api_url, admin, app, client, peer):
-    ep = ready_at(app, client, admin, peer.url)
+def starting_refusal(endpoint_id: str) -> dict:
+    """What a request to an endpoint that is STARTING gets (SPEC 6): 409 with its phase sentence."""
+    return {"code": "conflict", "message": reasons.endpoint_not_ready(endpoint_id, "STARTING"),
+            "details": {"phase": "STARTING"}}
+
+
+def test_a_serving_process_that_breaks_off_is_refused_with_the_phase_and_sent_back_to_starting(
+        http, api_url, admin, app, client, peer):
+    """A serving process that closes the connection before its answer is complete has died (or is
+    dying): not a 502, but the refusal of an endpoint that is not READY, and the endpoint is STARTING
+    (through shared/lifecycle/endpoints.process_gone) so the next request is refused at once."""
+    ep = ready_at(app, client, admin, peer.url, {"process": {"pid": 4242, "startedAt": "2026-01-01T00:00:00.000Z"}})
     peer.completions = "break"
     resp = http.post(f"{api_url}/v1/completions", headers=admin, json={"model": ep["id"]})
-    assert resp.status_code == 502
-    assert resp.json()["error"] == {"code": "bad_gateway", "message": reasons.ENDPOINT_PROCESS_UNREACHABLE,
-                                    "details": {"endpoint": ep["id"]}}
+    assert resp.status_code == 409 and resp.json()["error"] == starting_refusal(ep["id"])
+    doc = app.extensions["trainer"].store.get(ep["id"])
+    assert doc["phase"] == "STARTING" and doc["address"] is None and doc["processLost"]["pid"] == 4242
+    assert doc["startingSince"] > ep["readyAt"]
+    events = [e["message"] for e in app.extensions["trainer"].store.events(ep["id"])]
+    assert events[-1] == reasons.ENDPOINT_PROCESS_GONE
+    peer.completions = "plain"
+    forwarded = len(peer.requests)
+    resp = http.post(f"{api_url}/v1/completions", headers=admin, json={"model": ep["id"]})
+    assert resp.status_code == 409 and resp.json()["error"] == starting_refusal(ep["id"])
+    assert len(peer.requests) == forwarded  # refused at once, not sent
+
+
+def test_a_serving_process_that_refuses_the_connection_is_refused_with_the_phase(http, api_url, admin, app, client):
+    from shared.redis_server import free_port
+
+    ep = ready_at(app, client, admin, f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    for path in ("/v1/completions", "/v1/chat/completions"):
+        resp = http.post(f"{api_url}{path}", headers=admin, json={"model": ep["id"], "messages": []})
+        assert resp.status_code == 409 and resp.json()["error"] == starting_refusal(ep["id"])
+    assert app.extensions["trainer"].store.get(ep["id"])["phase"] == "STARTING"
+
+
+def test_a_serving_process_that_answers_5xx_is_still_a_bad_gateway(http, api_url, admin, app, client, peer):
+    """Not a lost process: it answered. Its endpoint stays READY."""
+    ep = ready_at(app, client, admin, peer.url)
+    peer.completions = "fail"
+    resp = http.post(f"{api_url}/v1/completions", headers=admin, json={"model": ep["id"]})
+    assert resp.status_code == 502 and resp.json()["error"]["code"] == "bad_gateway"
+    assert app.extensions["trainer"].store.get(ep["id"])["phase"] == "READY"
     peer.completions = "plain"
     assert http.post(f"{api_url}/v1/completions", headers=admin, json={"model": ep["id"]}).status_code == 200
 

@@ -1,8 +1,9 @@
 """The proxy's cheap path (services/api/proxy.py, endpoints.py): the name hint key and writing
 `lastRequestAt` at most once a second per endpoint. Real Redis and the real API under uvicorn; the
-endpoint is moved to READY by hand with an address where nothing listens (the serving process is
-tested end to end in tests/e2e/test_endpoints.py), so a forwarded request answers 502 - after the
-proxy has looked the endpoint up and recorded the request, which is what these tests look at."""
+endpoint is moved to READY by hand with the address of a scripted HTTP peer (tests/api/http_peer.py;
+the serving process is tested end to end in tests/e2e/test_endpoints.py), so a forwarded request
+answers 200 and names the endpoint it reached - after the proxy has looked the endpoint up and
+recorded the request, which is what these tests look at."""
 
 from __future__ import annotations
 
@@ -10,30 +11,42 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
+import pytest
+
 from services.api.proxy import _recorded_recently
-from shared.redis_server import free_port
+from tests.api.http_peer import HttpPeer
 
 
 def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def ready(app, client, admin, **body) -> dict:
-    ep = client.post("/v1/endpoints", headers=admin, json={"model": "builtin/tiny-qwen3", **body}).json
-    store = app.extensions["trainer"].store
-    return store.update(ep["id"], lambda d: {**d, "phase": "READY", "address": f"http://127.0.0.1:{free_port()}",
-                                             "readyAt": iso(time.time())})
+@pytest.fixture
+def peer():
+    peer = HttpPeer()
+    yield peer
+    peer.close()
+
+
+@pytest.fixture
+def ready(app, client, admin, peer):
+    def ready(**body) -> dict:
+        ep = client.post("/v1/endpoints", headers=admin, json={"model": "builtin/tiny-qwen3", **body}).json
+        store = app.extensions["trainer"].store
+        return store.update(ep["id"], lambda d: {**d, "phase": "READY", "address": peer.url,
+                                                 "readyAt": iso(time.time())})
+    return ready
 
 
 def send(http, api_url, admin, model: str):
     return http.post(f"{api_url}/v1/completions", headers=admin, json={"model": model, "prompt": "x", "max_tokens": 1})
 
 
-def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, client, admin, http, api_url):
+def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, client, admin, http, api_url, ready):
     context = app.extensions["trainer"]
-    first = ready(app, client, admin, name="chat")
+    first = ready(name="chat")
     assert context.redis.smembers(context.keys.endpoint_names("chat")) == {first["id"]}
-    assert send(http, api_url, admin, "chat").json()["error"]["details"] == {"endpoint": first["id"]}  # 502: forwarded
+    assert send(http, api_url, admin, "chat").headers["X-Trainer-Endpoint"] == first["id"]  # forwarded
 
     client.delete(f"/v1/endpoints/{first['id']}", headers=admin)
     context.store.update(first["id"], lambda d: {**d, "phase": "TERMINATED", "address": None})
@@ -41,16 +54,16 @@ def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, cli
     assert resp.status_code == 404
     assert resp.json()["error"]["message"] == "no endpoint has the id or name chat; `training endpoints get` lists them"
 
-    second = ready(app, client, admin, name="chat")  # the name is free again; the hint follows
+    second = ready(name="chat")  # the name is free again; the hint follows
     assert context.redis.smembers(context.keys.endpoint_names("chat")) == {second["id"]}  # the ended one dropped
     context.redis.delete(context.keys.endpoint_names("chat"))  # no hint at all: the index scan finds it
-    assert send(http, api_url, admin, "chat").json()["error"]["details"] == {"endpoint": second["id"]}
+    assert send(http, api_url, admin, "chat").headers["X-Trainer-Endpoint"] == second["id"]
 
 
-def test_last_request_is_written_at_most_once_a_second_per_endpoint(app, client, admin, http, api_url):
+def test_last_request_is_written_at_most_once_a_second_per_endpoint(app, client, admin, http, api_url, ready):
     store = app.extensions["trainer"].store
-    ep = ready(app, client, admin, idleTimeout=3600)
-    assert send(http, api_url, admin, ep["id"]).status_code == 502
+    ep = ready(idleTimeout=3600)
+    assert send(http, api_url, admin, ep["id"]).status_code == 200
     first = store.get(ep["id"])["lastRequestAt"]
     assert first is not None  # recorded before forwarding
 

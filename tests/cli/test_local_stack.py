@@ -46,7 +46,7 @@ def test_up_down_and_quickstart(fake_services, home):
         assert f"the local stack is up at http://127.0.0.1:{port}" in result.output
         state = StackState()
         records = {r.name: r for r in state.records()}
-        assert set(records) == {"redis", "api", "scheduler", "worker-local"}
+        assert set(records) == {"supervisor", "redis", "api", "scheduler", "worker-local"}
         assert all(r.alive() for r in records.values())
         assert (state.root / "admin_token").stat().st_mode & 0o077 == 0
         cli_yaml = yaml.safe_load((home / "cli.yaml").read_text())
@@ -83,7 +83,8 @@ def test_up_down_and_quickstart(fake_services, home):
     finally:
         down = runner.invoke(cli, ["down"], catch_exceptions=False)
     assert down.exit_code == 0
-    assert down.output.startswith("stopped worker-local (pid")
+    assert down.output.startswith("stopped supervisor (pid")
+    assert ", worker-local (pid" in down.output
     assert "redis (pid" in down.output
     assert not any(process_alive(r.pid, r.command) for r in records.values())
     assert StackState().records() == []

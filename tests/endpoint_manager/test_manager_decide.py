@@ -71,6 +71,34 @@ def test_starting_without_a_recorded_start_never_times_out():
     assert decide(doc, DEAD, now=NOW).action is Action.START
 
 
+# --- STARTING after a proxied request found its process gone (shared/lifecycle/endpoints.process_gone)
+def lost(**fields) -> dict:
+    return endpoint("STARTING", **{"readyAt": iso(NOW - 60), "process": {"pid": 41, "startedAt": iso(NOW - 70)},
+                                   "processLost": {"pid": 41, "at": iso(NOW - 1)}, **fields})
+
+
+def test_a_process_a_request_found_gone_is_restarted_not_failed():
+    restart = Decision(Action.RESTART, EndpointPhase.STARTING)
+    assert decide(lost(), DEAD, now=NOW) == restart
+    assert decide(lost(), Probe(exit_code=-9), now=NOW) == restart  # this manager's own child, killed
+    assert decide(lost(), ALIVE, now=NOW) == Decision(Action.READY, EndpointPhase.READY)  # a passing reset
+
+
+def test_a_process_found_gone_that_lives_on_without_answering_is_restarted_at_the_probe_limit():
+    below = Probe(alive=True, answers=False, failures=LOST_AFTER_FAILED_PROBES - 1)
+    at = Probe(alive=True, answers=False, failures=LOST_AFTER_FAILED_PROBES)
+    assert decide(lost(), below, now=NOW).action is Action.NOTHING
+    assert decide(lost(), at, now=NOW).action is Action.RESTART
+
+
+def test_a_loss_of_an_earlier_process_does_not_change_how_a_new_one_starts():
+    doc = lost(process={"pid": 42, "startedAt": iso(NOW - 2)})  # started after the loss was recorded
+    assert decide(doc, Probe(exit_code=1), now=NOW).action is Action.FAIL
+    assert decide(doc, LOADING, now=NOW).action is Action.NOTHING
+    timed_out = lost(startTimeout=5, startingSince=iso(NOW - 6))
+    assert decide(timed_out, DEAD, now=NOW).action is Action.FAIL  # its start timeout runs again from the loss
+
+
 # --- READY
 def test_ready_and_answering_is_left_alone():
     assert decide(ready(), ALIVE, now=NOW) == Decision(Action.NOTHING)

@@ -151,3 +151,37 @@ def test_record_writes_only_in_the_phase_the_decision_was_made_on(store):
     ended = endpoint_lifecycle.record(store, endpoint_id, **endpoint_lifecycle.ended(detail="x", failed=True))
     assert ended["phase"] == "FAILED" and ended["detail"] == "x" and ended["stoppedAt"]
     assert endpoint_lifecycle.record(store, "ep-gone", address=None) is None
+
+
+def test_a_process_a_request_found_gone_sends_a_ready_endpoint_back_to_starting_once(store):
+    """The API's proxy records a serving process that refused or reset a request's connection
+    (endpoint_lifecycle.process_gone): READY -> STARTING with no address, its start timeout from
+    now, and `processLost` naming the process; only while it is still READY with that process,
+    under its claim, and not being stopped."""
+    process = {"pid": 41, "startedAt": "2026-01-01T00:00:00.000Z"}
+
+    def ready_endpoint(**fields):
+        doc = store.create({"id": new_id(Kind.ENDPOINT), "kind": "endpoint", **endpoint_lifecycle.created(),
+                            "scheduling": {"claim": "clm-1"}, "phase": "STARTING",
+                            "startingSince": "2026-01-01T00:00:00.000Z"})
+        return endpoint_lifecycle.record(store, doc["id"], **endpoint_lifecycle.ready(doc, "http://h:1"),
+                                         process=process, **fields)
+
+    seen = ready_endpoint()
+    marked = endpoint_lifecycle.process_gone(store, seen)
+    assert marked["phase"] == "STARTING" and marked["address"] is None
+    assert marked["startingSince"] > seen["startingSince"] and marked["readyAt"] == seen["readyAt"]
+    assert marked["processLost"]["pid"] == 41 and endpoint_lifecycle.process_lost(marked)
+    assert endpoint_lifecycle.process_gone(store, seen) is None  # a second request: already STARTING
+    again = endpoint_lifecycle.record(store, seen["id"], **endpoint_lifecycle.ready(marked, "http://h:1"))
+    assert again["phase"] == "READY" and again["processLost"] is None and not endpoint_lifecycle.process_lost(again)
+
+    restarted = ready_endpoint()  # the manager started another process meanwhile: its write stands
+    store.update(restarted["id"], lambda d: {**d, "process": {**process, "pid": 42}})
+    assert endpoint_lifecycle.process_gone(store, restarted) is None
+    stopping = ready_endpoint(stopRequested=True)
+    assert endpoint_lifecycle.process_gone(store, stopping) is None
+    other_claim = ready_endpoint()
+    store.update(other_claim["id"], lambda d: {**d, "scheduling": {"claim": "clm-2"}})
+    assert endpoint_lifecycle.process_gone(store, other_claim) is None
+    assert [store.get(d["id"])["phase"] for d in (restarted, stopping, other_claim)] == ["READY"] * 3

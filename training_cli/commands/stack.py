@@ -1,19 +1,23 @@
-"""`training up`, `training down` and `training quickstart` (the embedded default, SPEC 1)."""
+"""`training up`, `training down`, `training status` and `training quickstart` (the embedded
+default, SPEC 1)."""
 
 from __future__ import annotations
 
 import importlib.resources
 import sys
+import time
 from pathlib import Path
 
 import click
 
+from shared import reasons
 from shared.config import training_home
 from training_cli import local_stack
 from training_cli.archive import download_adapter
 from training_cli.client import ApiClient
 from training_cli.errors import CliError
-from training_cli.output import console, duration, items_of, number
+from training_cli.output import console, dump, duration, items_of, list_table, number, output_option
+from training_cli.stack_state import StackState
 from training_cli.tables import event_line
 from training_cli.watch import last_events, watch_run
 
@@ -33,9 +37,10 @@ QUICKSTART_PLAN = {
 @click.option("--detach", is_flag=True, help="Return once every service answers (they keep running).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8600, show_default=True, help="The API's port.")
 def up(detach: bool, port: int) -> None:
-    """Bring the local stack up: Redis (if none answers), API, scheduler, one worker per node."""
+    """Bring the local stack up: Redis (if none answers), API, scheduler, one worker and endpoint
+    manager per node, under a supervisor that starts again any of them that dies."""
     out = console()
-    stack, processes = local_stack.up(port=port, out=out)
+    stack, watcher = local_stack.up(port=port, out=out)
     if stack.already_up:
         out.print(f"the local stack is already up at {stack.api_url}")
         return
@@ -45,13 +50,32 @@ def up(detach: bool, port: int) -> None:
         out.print("stop it with: training down")
         return
     out.print("press Ctrl-C to stop it")
-    sys.exit(local_stack.foreground(processes, out))
+    sys.exit(local_stack.foreground(watcher, out))
 
 
 @click.command()
 def down() -> None:
     """Stop the local stack that `training up` started (and its Redis, if it started one)."""
     local_stack.down(out=console())
+
+
+@click.command()
+@output_option
+def status(fmt: str) -> None:
+    """The local stack's processes: which run, how often the supervisor started each again, how each last ended."""
+    records = StackState().records()
+    if not records:
+        click.echo("no local stack is running")
+        return
+    rows = [{"name": r.name, "pid": r.pid, "running": r.alive(), "restarts": r.restarts, "lastExit": r.last_exit,
+             "startedAt": r.started_at} for r in records]
+    if fmt != "table":
+        dump({"services": rows}, fmt)
+        return
+    console().print(list_table(["SERVICE", "PID", "RUNNING", "RESTARTS", "LAST ENDED", "UP FOR"], [[
+        row["name"], row["pid"], "yes" if row["running"] else "no", row["restarts"],
+        reasons.how_it_ended(row["lastExit"]) if row["lastExit"] is not None else "-",
+        duration(time.time() - row["startedAt"]) if row["running"] else "-"] for row in rows]))
 
 
 @click.command()

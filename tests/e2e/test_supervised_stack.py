@@ -1,0 +1,132 @@
+"""The real local stack (`training up --detach` on the embedded default) with each of its
+processes SIGKILLed in turn (issue 14, "Faults"): the supervisor (training_cli/supervisor.py)
+starts each again, and the test measures how long until the new process does its work again:
+
+- api: `GET /v1/health` answers 200 (from the new process);
+- scheduler: the new process logs `scheduler started` (its loop runs: it grants on its next pass);
+- worker-local: the node heartbeat names the new process (the scheduler grants the node again)
+  and its Celery worker says `ready.` (it consumes the node's queue);
+- endpoint-manager-local: the node's endpoint-manager lease names the new process (it acts for
+  the node). The lease of the killed one must expire first: shortened here to 3 s
+  (TRAINING_ENDPOINT_MANAGER_LEASE_S; 15 s by default, which bounds this figure in production);
+- redis: it answers PING on the same port, a dataset uploaded before is still there (AOF), and the
+  API answers again without being restarted (the services reconnect by themselves).
+
+The figures are printed (`-s`) and written in docs/faults.md. `training status` then shows one
+restart of each, killed by SIGKILL; `training down` leaves nothing running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+import requests
+
+from shared.keys import Keys
+from shared.redis_server import free_port, redis_answers
+from training_cli.stack_state import StackState, process_alive
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "shared" / "data" / "sample_sft.jsonl"
+
+
+def training(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "training_cli.main", *args], cwd=REPO, env=env, text=True,
+                          capture_output=True, timeout=180)
+
+
+def test_every_service_of_the_local_stack_killed_with_sigkill_comes_back(tmp_path):
+    home = tmp_path / "home"
+    env = {**os.environ, "TRAINING_HOME": str(home), "TRAINING_ENDPOINT_MANAGER_LEASE_S": "3",
+           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    for name in ("TRAINING_API_URL", "TRAINING_TOKEN", "TRAINING_CONFIG", "TRAINING_REDIS_URL",
+                 "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN", "TRAINING_KEY_PREFIX"):
+        env.pop(name, None)
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    upped = training(env, "up", "--detach", "--port", str(port))
+    assert upped.returncode == 0, upped.stdout + upped.stderr
+    up_s = time.monotonic() - started
+    state = StackState(home / "stack")
+    info = state.info()
+    client = redis.Redis.from_url(info["redisUrl"], decode_responses=True)
+    keys = Keys("trainer:")  # the embedded default's prefix
+    headers = {"Authorization": f"Bearer {state.admin_token()}"}
+
+    def record(name: str):
+        return next(r for r in state.records() if r.name == name)
+
+    def health() -> bool:
+        try:
+            return requests.get(f"{api_url}/v1/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def json_pid(key: str) -> int | None:
+        try:
+            raw = client.get(key)
+        except redis.RedisError:
+            return None
+        return json.loads(raw).get("pid") if raw and raw.startswith("{") else None
+
+    def lease_pid() -> int | None:
+        try:
+            token = client.get(keys.endpoint_manager("local"))
+        except redis.RedisError:
+            return None
+        return int(token.split(":")[1]) if token else None
+
+    def logged(name: str, line: str) -> int:
+        return state.log_path(name).read_text(errors="replace").count(line)
+
+    try:
+        assert client.get(keys.node_alive("local")) and lease_pid() == record("endpoint-manager-local").pid
+        dataset = requests.post(f"{api_url}/v1/datasets", headers=headers, timeout=30,
+                                files={"file": ("sample.jsonl", SAMPLE.read_bytes())})
+        assert dataset.status_code == 201, dataset.text
+        starts, readies = logged("scheduler", "scheduler started"), logged("worker-local", " ready.")
+        answers = {
+            "api": lambda pid: health(),
+            "scheduler": lambda pid: logged("scheduler", "scheduler started") > starts,
+            "worker-local": lambda pid: json_pid(keys.node_alive("local")) == pid
+            and logged("worker-local", " ready.") > readies,
+            "endpoint-manager-local": lambda pid: lease_pid() == pid,
+            "redis": lambda pid: redis_answers(info["redisUrl"]) and health(),
+        }
+        recovered_s = {}
+        for name, works in answers.items():
+            old = record(name).pid
+            os.kill(old, signal.SIGKILL)
+            killed = time.monotonic()
+            deadline = killed + 90
+            while True:
+                rec = record(name)
+                if rec.pid != old and rec.alive() and works(rec.pid):
+                    break
+                assert time.monotonic() < deadline, (name, state.log_path("supervisor").read_text()[-3000:],
+                                                     state.log_path(name).read_text(errors="replace")[-3000:])
+                time.sleep(0.05)
+            recovered_s[name] = round(time.monotonic() - killed, 1)
+        print(f"\nup in {up_s:.1f}s; SIGKILLed, working again after (s): {recovered_s}")
+
+        again = requests.get(f"{api_url}/v1/datasets/{dataset.json()['id']}", headers=headers, timeout=30)
+        assert again.status_code == 200 and again.json()["rows"] == dataset.json()["rows"]  # kept by the AOF
+        shown = json.loads(training(env, "status", "-o", "json").stdout)["services"]
+        assert {row["name"]: (row["restarts"], row["lastExit"], row["running"]) for row in shown} == {
+            "supervisor": (0, None, True), **{name: (1, -9, True) for name in answers}}
+        log = state.log_path("supervisor").read_text()
+        for name in answers:
+            assert f"{name} was killed by SIGKILL; starting it again in 0.5s (restart 1)" in log
+    finally:
+        records = state.records()
+        down = training(env, "down")
+    assert down.returncode == 0 and down.stdout.startswith("stopped supervisor (pid"), down.stdout + down.stderr
+    assert not any(process_alive(r.pid, r.command) for r in records)
+    assert state.records() == [] and not redis_answers(info["redisUrl"])
