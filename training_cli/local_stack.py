@@ -138,9 +138,23 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
         down(out=Console(quiet=True))
         raise CliError(f"the local stack did not come up ({name} {why})")
     if supervision.REDIS in services:
-        out.print(f"started Redis at {redis_url} (data in {state.redis_dir})")
+        out.print(f"started Redis at {without_password(redis_url)} (data in {state.redis_dir}; its password is in "
+                  f"{state.redis_password_path})")
     write_cli_config(api_url, token)
     return StackInfo(api_url, token, already_up=False), watcher
+
+
+def without_password(url: str) -> str:
+    """A Redis URL fit to print: its password, if any, as ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def service_env(redis_url: str, token: str) -> dict[str, str]:

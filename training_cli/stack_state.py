@@ -122,6 +122,10 @@ class StackState:
         restarted stack opens the same data."""
         return self._secret("redis_password", "")
 
+    @property
+    def redis_password_path(self) -> Path:
+        return self.root / "redis_password"
+
     def _secret(self, name: str, prefix: str) -> str:
         path = self.root / name
         if path.exists() and path.read_text().strip():

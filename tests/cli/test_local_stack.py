@@ -112,10 +112,16 @@ def test_with_no_redis_named_the_stack_starts_its_own_rather_than_using_whatever
     monkeypatch.delenv("TRAINING_REDIS_URL")
     runner = CliRunner()
     try:
-        assert runner.invoke(cli, ["up", "--detach", "--port", str(free_port())], catch_exceptions=False).exit_code == 0
+        result = runner.invoke(cli, ["up", "--detach", "--port", str(free_port())], catch_exceptions=False)
+        assert result.exit_code == 0
         state = StackState()
         url = state.info()["redisUrl"]
         assert url.startswith(f"redis://:{state.redis_password()}@127.0.0.1:") and ":6379/" not in url
+        # what it prints names the Redis and where its password is, never the password
+        assert state.redis_password() not in result.output
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        assert f"started Redis at redis://:***@127.0.0.1:{port}/0" in result.output.replace("\n", "")
+        assert str(state.redis_password_path) in result.output.replace("\n", "")
         assert "redis" in {r.name for r in state.records()} and redis_answers(url)
     finally:
         runner.invoke(cli, ["down"], catch_exceptions=False)
