@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from shared import logs
 from shared.celery_app import make_celery, node_queue
@@ -36,7 +37,17 @@ def main(argv: list[str] | None = None) -> None:
         heartbeat.stop()
 
 
+def _quiet_a_chosen_warning(**_) -> None:
+    """We keep tasks running over a lost broker connection on purpose (shared/celery_app.py); Celery
+    warns about that choice on every reconnect. Added once Celery has set up its logging, which
+    turns its own warnings back on."""
+    warnings.filterwarnings("ignore", message=r"(?s).*worker_cancel_long_running_tasks_on_connection_loss")
+
+
 def _run_worker(app, node, loglevel: str) -> None:
+    from celery import signals
+
+    signals.celeryd_after_setup.connect(_quiet_a_chosen_warning, weak=False)
     app.worker_main([
         "worker",
         "--queues", node_queue(node.name),

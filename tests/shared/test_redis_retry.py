@@ -1,5 +1,5 @@
-"""Redis clients that ride out a blip (shared/redis_retry.py), and the knob that bounds them
-(`worker.redisRetryS`)."""
+"""Redis clients that ride out a blip (shared/redis_retry.py), the knob that bounds them
+(`worker.redisRetryS`), and the repaired Celery transport (shared/celery_redis.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 import pytest
 import redis
 
+from shared.celery_app import TRANSPORT, make_celery
 from shared.config import parse_config
 from shared.errors import ValidationFailed
 from shared.redis_retry import RetryFor, connect_retrying, unreachable
@@ -49,3 +50,29 @@ def test_the_budget_is_configured_in_the_file_or_the_environment():
     with pytest.raises(ValidationFailed) as refused:
         parse_config({**CONFIG, "worker": {"redisRetryS": 0}}, env={})
     assert refused.value.message == "deployment config: worker.redisRetryS must be a number of seconds above 0"
+
+
+def test_the_celery_app_reconnects_for_ever_and_keeps_tasks_running():
+    conf = make_celery(parse_config(CONFIG, env={})).conf
+    assert conf.broker_transport == TRANSPORT == "shared.celery_redis:Transport"
+    assert conf.broker_connection_retry and conf.broker_connection_retry_on_startup
+    assert conf.broker_connection_max_retries is None
+    assert conf.worker_cancel_long_running_tasks_on_connection_loss is False
+    assert conf.broker_transport_options["socket_keepalive"] is True
+
+
+def test_a_detached_channel_still_finds_its_redis(redis_url):
+    """What Celery 5.7's reconnect does to a channel (collect() detaches its transport, then close()
+    restores the unacknowledged task) no longer raises AttributeError ... 'hostname'."""
+    from kombu import Connection
+
+    for transport, survives in ((TRANSPORT, True), ("redis", False)):
+        connection = Connection(redis_url, transport=transport)
+        channel = connection.channel()
+        channel.connection.client = None  # what Connection.collect() leaves behind
+        if survives:
+            assert channel._connparams()["port"] == 6379
+            assert channel.connection.client is None
+        else:
+            with pytest.raises(AttributeError, match="hostname"):
+                channel._connparams()
