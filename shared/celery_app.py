@@ -4,6 +4,11 @@ Work is dispatched only by the scheduler, after a grant, to the queue of the nod
 granted devices (`node_queue`). Workers take one task at a time per child (prefetch 1) and
 acknowledge late, so a task whose worker dies is delivered again; the worker's lease makes sure a
 redelivered task never trains a run in a second place.
+
+Redis may restart under a running task (docs/faults.md, "Worker and training"): the worker keeps
+the task running, reconnects for ever (`broker_connection_max_retries=None`), and its transport
+(shared/celery_redis.py) outlives the reconnect. Sockets carry TCP keepalive, so a Redis that went
+away without closing them (a container gone) is noticed within seconds instead of hours.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ EXECUTE_TASK = "trainer.execute"
 # Long training tasks must not be redelivered while their worker still runs them: Redis redelivers
 # unacknowledged tasks after this many seconds. The lease still guards against a duplicate.
 VISIBILITY_TIMEOUT_S = 12 * 3600
+# kombu's Redis transport with the repair that lets a busy worker outlive a Redis restart.
+TRANSPORT = "shared.celery_redis:Transport"
+# A send_task (the scheduler's dispatch) retried over a Redis blip: about 15 s in all. A dispatch
+# that still fails is done again by the next pass (the claim has no `dispatchedAt`).
+PUBLISH_RETRY_POLICY = {"max_retries": 10, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
 
 
 def node_queue(node: str) -> str:
@@ -24,14 +34,31 @@ def node_queue(node: str) -> str:
 
 def make_celery(config: DeploymentConfig) -> Celery:
     from shared.keys import Keys
+    from shared.redis_retry import SOCKET_CONNECT_TIMEOUT_S, SOCKET_TIMEOUT_S, keepalive_options
 
-    app = Celery("trainer", broker=config.redis_url, backend=None)
+    app = Celery("trainer", broker=config.redis_url, backend=None)  # no result backend: nothing to retry there
     app.conf.update(
+        broker_transport=TRANSPORT,
         broker_transport_options={
             "global_keyprefix": Keys(config.key_prefix).celery_prefix(),
             "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "socket_keepalive": True,
+            "socket_keepalive_options": keepalive_options(),
+            "socket_connect_timeout": SOCKET_CONNECT_TIMEOUT_S,
+            # above the 1 s BRPOP the consumer polls with
+            "socket_timeout": SOCKET_TIMEOUT_S,
+            "retry_on_timeout": True,
+            "health_check_interval": 10,
         },
+        broker_connection_retry=True,
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,  # a worker waits for its Redis for as long as it takes
+        broker_channel_error_retry=True,
+        # A training task keeps running while the broker is away: its lease and fence (not the
+        # broker) keep it in one place, and its reporter retries its writes (services/trainer_worker).
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        task_publish_retry=True,
+        task_publish_retry_policy=PUBLISH_RETRY_POLICY,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,

@@ -10,11 +10,13 @@
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
     scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
+    worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
+             it gives the attempt up; 60)
 
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
-TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S.
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES = 16 * 1024 ** 3
 DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = 32 * 1024 ** 3
 DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of files, never millions
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
+DEFAULT_REDIS_RETRY_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
 
 
@@ -93,6 +96,9 @@ class DeploymentConfig:
     snapshot_import_roots: tuple[Path, ...] = ()
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
+    # A trainer worker retries each Redis command over an outage this long, then gives up
+    # (shared/redis_retry.py); a run is never failed because its store blinked.
+    redis_retry_s: float = DEFAULT_REDIS_RETRY_S
     # Reward functions this deployment registers for grpo runs: name -> "package.module:function"
     # (shared/rewards.py), looked up by name like the built-in ones.
     reward_functions: dict[str, str] = field(default_factory=dict)
@@ -190,6 +196,8 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         max_snapshot_files=_limit(raw, "maxSnapshotFiles", DEFAULT_MAX_SNAPSHOT_FILES),
         snapshot_import_roots=_import_roots(raw),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
+        redis_retry_s=_seconds(env.get("TRAINING_REDIS_RETRY_S", (raw.get("worker") or {}).get("redisRetryS")),
+                               "worker.redisRetryS", DEFAULT_REDIS_RETRY_S),
         redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),
         reward_functions=_reward_functions(raw),
     )
@@ -244,6 +252,18 @@ def _worker_lost_after_s(raw: dict[str, Any], env: dict[str, str]) -> float:
         seconds = -1.0
     if seconds <= 0:
         _fail("scheduling.workerLostAfterS", "must be a number of seconds above 0")
+    return seconds
+
+
+def _seconds(value: Any, path: str, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if seconds <= 0:
+        _fail(path, "must be a number of seconds above 0")
     return seconds
 
 

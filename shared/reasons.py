@@ -202,6 +202,17 @@ def worker_lost_cancelled(node: str) -> str:
     return f"cancelled by the user; its worker on node {node} was lost before it stopped"
 
 
+def worker_restarted_requeued(node: str) -> str:
+    """The warn event of a run (or evaluation) its node's worker found orphaned when it started
+    again (services/trainer_worker/reclaim.py): the worker that held it died with it."""
+    return f"worker restarted on node {node}; re-queued keeping its place"
+
+
+def worker_restarted_cancelled(node: str) -> str:
+    """Detail of a cancel-requested run whose node's worker restarted before it stopped the run."""
+    return f"cancelled by the user; its worker on node {node} restarted before it stopped"
+
+
 def inherited_adapter_config_used(differences: str) -> str:
     """A weights branch whose plan sets other adapter settings than the adapter it inherits."""
     return (

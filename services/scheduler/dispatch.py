@@ -20,6 +20,7 @@ import structlog
 
 from shared import reasons
 from shared.celery_app import EXECUTE_TASK, node_queue
+from shared.claims.orphans import task_waiting
 from shared.claims.queue import ClaimQueue
 from shared.config import DeploymentConfig
 from shared.lifecycle import endpoints as endpoint_lifecycle
@@ -117,8 +118,7 @@ def dispatch_claim(*, queue: ClaimQueue, store: Store, celery_app: Any, claim: d
 def _still_queued(store: Store, claim: dict[str, Any]) -> bool:
     """True when a task for this claim already waits in its node's broker queue (sent by a
     scheduler that stopped before stamping `dispatchedAt`)."""
-    key = store.keys.celery_prefix() + node_queue(claim["node"])
-    return any(claim["id"] in message for message in store.redis.lrange(key, 0, -1))
+    return task_waiting(store, claim)
 
 
 def dispatch_granted(

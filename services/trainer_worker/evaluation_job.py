@@ -20,6 +20,7 @@ from shared import reasons
 from shared.artifacts import dataset_key, evaluation_rows_key, join
 from shared.datasets import read_rows
 from shared.lifecycle.evaluations import EVALUATIONS
+from shared.redis_retry import unreachable
 from shared.rewards import check_rewards
 from shared.snapshot_files import damage_of
 from shared.states import EvaluationStatus
@@ -93,6 +94,8 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
         log.warning("lease lost; leaving the evaluation to its new holder", error=str(exc))
         return "stopped: lease lost"
     except Exception as exc:  # the scoring failed: the evaluation says why, the worker lives on
+        if unreachable(exc):
+            raise  # not the scoring: its store (execution.with_lease leaves it to be re-queued)
         log.exception("evaluation failed")
         outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")

@@ -1,5 +1,10 @@
 """Carry out one granted claim on this node: take the lease, train, end the run, give the GPUs
-back. Plain Python: the Celery task only calls `execute`."""
+back. Plain Python: the Celery task only calls `execute`.
+
+Every Redis command the work sends rides out an outage of `redisRetryS` (shared/redis_retry.py).
+Should Redis stay away longer, the work stops as if its lease were lost: it writes nothing (it
+could not), is not FAILED, and the scheduler re-queues it once its lease has been gone long enough
+(services/scheduler/lost.py). A run never ends FAILED because its store blinked."""
 
 from __future__ import annotations
 
@@ -17,8 +22,9 @@ from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
 from shared.lifecycle.runs import RUNS
+from shared.redis_retry import connect_retrying, unreachable
 from shared.states import EvaluationStatus, RunStatus
-from shared.store import Store, connect
+from shared.store import Store
 
 
 class Worker:
@@ -27,7 +33,7 @@ class Worker:
     def __init__(self, config: DeploymentConfig, node: str):
         self.config = config
         self.node = node
-        self.redis = connect(config.redis_url)
+        self.redis = connect_retrying(config.redis_url, config.redis_retry_s)
         self.keys = Keys(config.key_prefix)
         self.store = Store(self.redis, self.keys)
         self.artifacts = ArtifactRoot(config.artifact_root)
@@ -72,6 +78,12 @@ def with_lease(worker: Worker, kind: str, resource_id: str, claim_id: str, statu
         return "skipped: leased elsewhere"
     try:
         return work(worker, doc, claim, lease, log)
+    except Exception as exc:
+        if not unreachable(exc):
+            raise
+        log.error(f"Redis stayed out of reach past {worker.config.redis_retry_s:g} s; leaving the {kind} "
+                  "to be re-queued", error=f"{type(exc).__name__}: {exc}")
+        return "stopped: store unreachable"
     finally:
         lease.release()
 
@@ -112,6 +124,8 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"
     except Exception as exc:  # the engine failed: the run says why, the worker lives on
+        if unreachable(exc):
+            raise  # not the engine: its store (with_lease leaves the run to be re-queued)
         log.exception("run failed")
         outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")

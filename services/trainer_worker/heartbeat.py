@@ -1,12 +1,30 @@
 """The node's heartbeat: while its worker runs, `node:NAME:alive` exists (renewed every
-HEARTBEAT_EVERY_S, expiring after HEARTBEAT_TTL_S), so the scheduler grants its devices."""
+HEARTBEAT_EVERY_S, expiring after HEARTBEAT_TTL_S), so the scheduler grants its devices.
+
+It is also how a worker knows it is its node's **only** worker, which is what lets it reclaim the
+work its node's previous worker left behind at once (reclaim.py). The key holds who beats it (host,
+pid, the process's start time, a token of this process); a starting worker `take`s it:
+
+- **free**: no worker beat it within HEARTBEAT_TTL_S (the key had expired, or expires while it
+  waits): the node's previous worker, if any, is dead (or cut off from Redis, and then fenced out);
+- **took over**: it is held by a worker of this same machine whose process is gone (a restart within
+  the TTL: the usual case), so it is replaced at once, compare-and-set;
+- **shared**: another worker keeps it alive (two workers configured for one node, or one on another
+  machine still running): this one runs too, but reclaims nothing, and beats the key only when it
+  is free again, so it never hides the other one's absence.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import threading
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
 
 import redis
 
@@ -15,21 +33,143 @@ from shared.times import now_iso
 
 HEARTBEAT_EVERY_S = 3.0
 HEARTBEAT_TTL_S = 10
+TAKE_POLL_S = 0.25
+
+# Set only if free or already ours; answers 1 when it is ours now.
+_BEAT = """
+local held = redis.call('GET', KEYS[1])
+if held == false or held == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+return 0
+"""
+# Replace the holder we saw (a dead process), and only it.
+_REPLACE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return 1
+end
+return 0
+"""
+_LET_GO = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class Taken(StrEnum):
+    FREE = "free"  # nobody beat it: the node's previous worker is gone
+    TOOK_OVER = "took over"  # from a dead process of this machine
+    SHARED = "shared"  # another live worker beats it too
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who beats a node's heartbeat (parsed from the key; None fields when it says nothing)."""
+
+    host: str | None
+    pid: int | None
+    started: str | None  # the process's start time, as this machine counts it
+    token: str | None
+
+    @classmethod
+    def parse(cls, raw: str | None) -> Holder:
+        try:
+            value = json.loads(raw or "")
+            return cls(value.get("host"), int(value["pid"]) if value.get("pid") else None,
+                       value.get("started"), value.get("token"))
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return cls(None, None, None, None)
+
+
+def process_started(pid: int) -> str | None:
+    """When process `pid` of this machine started (field 22 of /proc/PID/stat, with the boot id,
+    so a reused pid or a rebooted machine never looks like the same process); None when there is
+    no such process, or only its corpse (a zombie nobody reaped yet: a worker killed with its
+    children leaves those where PID 1 does not reap). Without /proc, "alive" when the pid answers
+    a signal."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X"):
+            return None
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}:{fields[19]}"
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return None  # /proc works here: the process is gone
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return "alive"
+
+
+def dead_here(host: str | None, pid: int | None, started: str | None = None) -> bool:
+    """True when the process `pid` of machine `host` is this machine's and is provably gone: no
+    such process, another process under its pid, or this very process (a restart that got the
+    same pid, as in a container). False when it may be alive, or lives elsewhere."""
+    if host != socket.gethostname() or not pid:
+        return False
+    if pid == os.getpid():
+        return True
+    now = process_started(pid)
+    return now is None or (started is not None and now not in ("alive", started))
 
 
 class NodeHeartbeat:
     def __init__(self, client: redis.Redis, keys: Keys, node: str):
         self.redis = client
+        self.node = node
         self.key = keys.node_alive(node)
         self.value = json.dumps({"node": node, "host": socket.gethostname(), "pid": os.getpid(),
+                                 "started": process_started(os.getpid()), "token": secrets.token_hex(8),
                                  "since": now_iso()})
+        self.taken: Taken | None = None
+        self.previous: Holder | None = None  # whom it took over from
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{node}", daemon=True)
 
-    def beat(self) -> None:
-        self.redis.set(self.key, self.value, ex=HEARTBEAT_TTL_S)
+    def take(self, *, wait_s: float = HEARTBEAT_TTL_S + 1.0) -> Taken:
+        """Become the node's heartbeat: at once if it is free or its holder is a dead process of
+        this machine; else wait up to `wait_s` for it to expire; else share it (see the module)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            if self.redis.set(self.key, self.value, nx=True, ex=HEARTBEAT_TTL_S):
+                self.taken = Taken.FREE
+                return self.taken
+            held = self.redis.get(self.key)
+            if held == self.value:  # our own SET, whose answer a blip lost
+                self.taken = Taken.FREE
+                return self.taken
+            holder = Holder.parse(held)
+            if held is not None and dead_here(holder.host, holder.pid, holder.started):
+                if self.redis.eval(_REPLACE, 1, self.key, held, self.value, HEARTBEAT_TTL_S):
+                    self.taken, self.previous = Taken.TOOK_OVER, holder
+                    return self.taken
+                continue  # it changed meanwhile: look again
+            if time.monotonic() >= deadline:
+                self.taken = Taken.SHARED
+                return self.taken
+            time.sleep(TAKE_POLL_S)
 
-    def start(self) -> "NodeHeartbeat":
+    @property
+    def alone(self) -> bool:
+        """True when this worker is its node's only one (it may reclaim the node's orphans)."""
+        return self.taken in (Taken.FREE, Taken.TOOK_OVER)
+
+    def beat(self) -> bool:
+        return bool(self.redis.eval(_BEAT, 1, self.key, self.value, HEARTBEAT_TTL_S))
+
+    def start(self) -> NodeHeartbeat:
+        if self.taken is None:
+            self.take()
         self.beat()
         self._thread.start()
         return self
@@ -43,8 +183,9 @@ class NodeHeartbeat:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=2)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
         try:
-            self.redis.delete(self.key)
+            self.redis.eval(_LET_GO, 1, self.key, self.value)
         except redis.RedisError:
             pass

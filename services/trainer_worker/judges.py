@@ -39,9 +39,10 @@ class JudgeAddresses:
     def store(self):
         if self._store is None:
             from shared.keys import Keys
-            from shared.store import Store, connect
+            from shared.redis_retry import connect_retrying
+            from shared.store import Store
 
-            self._store = Store(connect(self.redis_url), Keys(self.key_prefix))
+            self._store = Store(connect_retrying(self.redis_url), Keys(self.key_prefix))
         return self._store
 
     def __call__(self, judge: str) -> JudgeTarget | None:

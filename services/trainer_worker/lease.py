@@ -4,6 +4,10 @@ The worker that takes a run sets `lease:RUN` to its own token only if no one hol
 from a heartbeat thread, and takes a fresh fencing number (INCR `fence:RUN`). It writes the number
 onto the run; every later write by that worker checks that the run still carries its number, so a
 worker that lost its lease (paused too long, partitioned) can no longer change the run.
+
+Over a Redis outage (the worker's client retries, shared/redis_retry.py) the lease may lapse: a
+renewal that finds it gone takes it again, but only while `fence:RUN` is still this worker's
+number, that is, while nobody else has taken the run (or re-queued it) meanwhile.
 """
 
 from __future__ import annotations
@@ -20,8 +24,13 @@ LEASE_TTL_MS = 30_000
 RENEW_EVERY_S = 5.0
 
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if held == false and redis.call('GET', KEYS[2]) == ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 2
 end
 return 0
 """
@@ -51,7 +60,9 @@ class Lease:
 
     def acquire(self) -> bool:
         if not self.redis.set(self.key, self.token, nx=True, px=LEASE_TTL_MS):
-            return False
+            # A SET that Redis applied but whose answer a blip lost (then retried) finds our own token.
+            if self.redis.get(self.key) != self.token:
+                return False
         self.fence = int(self.redis.incr(self.fence_key))
         self._thread = threading.Thread(target=self._heartbeat, name=f"lease-{self.key}", daemon=True)
         self._thread.start()
@@ -60,11 +71,11 @@ class Lease:
     def _heartbeat(self) -> None:
         while not self._stop.wait(RENEW_EVERY_S):
             try:
-                if not self.redis.eval(_RENEW, 1, self.key, self.token, LEASE_TTL_MS):
+                if not self.redis.eval(_RENEW, 2, self.key, self.fence_key, self.token, LEASE_TTL_MS, self.fence):
                     self.lost.set()
                     return
             except redis.RedisError:
-                continue  # a blip: the TTL leaves room for the next try
+                continue  # out of reach past the client's retries: the TTL or a re-take covers the next try
 
     def release(self) -> None:
         self._stop.set()

@@ -115,7 +115,8 @@ class RunReporter:
         self.store.redis.zadd(self.store.keys.snapshots_of(self.run_id), {snapshot_id: step})
 
         def attach(run):
-            run["snapshots"] = [*run.get("snapshots", []), snapshot_id]
+            # once, even when a blip made the client send this write twice
+            run["snapshots"] = [*(s for s in run.get("snapshots", []) if s != snapshot_id), snapshot_id]
             run["latestSnapshot"] = snapshot_id
             return run
 

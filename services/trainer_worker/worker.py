@@ -1,11 +1,15 @@
 """Entry point: `python -m services.trainer_worker.worker --node NODE` runs the Celery worker of one
-node, listening on that node's queue, one child per device, prefetch 1, a fresh child per task."""
+node, listening on that node's queue, one child per device, prefetch 1, a fresh child per task.
+
+Before it takes a task it becomes the node's heartbeat (heartbeat.py) and, as the node's only
+worker, gives back the work its node's previous worker left behind (reclaim.py)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import warnings
 
 from shared import logs
 from shared.celery_app import make_celery, node_queue
@@ -22,21 +26,54 @@ def main(argv: list[str] | None = None) -> None:
     if node is None:
         sys.exit(f"error: node {args.node} is not declared in the deployment config")
     logs.configure("trainer_worker")
-    from services.trainer_worker.heartbeat import NodeHeartbeat
     from services.trainer_worker.tasks import register
-    from shared.keys import Keys
-    from shared.store import connect
 
     app = make_celery(config)
     register(app, config, node.name)
-    heartbeat = NodeHeartbeat(connect(config.redis_url), Keys(config.key_prefix), node.name).start()
+    heartbeat = start_node(config, node.name)
     try:
         _run_worker(app, node, args.loglevel)
     finally:
         heartbeat.stop()
 
 
+def start_node(config, node: str):
+    """Take the node's heartbeat, then reclaim its orphans if this is the node's only worker."""
+    import time
+
+    from services.trainer_worker.heartbeat import NodeHeartbeat
+    from services.trainer_worker.reclaim import reclaim_orphans
+    from shared.claims.queue import ClaimQueue
+    from shared.keys import Keys
+    from shared.redis_retry import connect_retrying
+    from shared.store import Store
+
+    log = logs.get("trainer_worker").bind(node=node)
+    began = time.monotonic()
+    client, keys = connect_retrying(config.redis_url, config.redis_retry_s), Keys(config.key_prefix)
+    heartbeat = NodeHeartbeat(client, keys, node).start()  # takes it, then beats it
+    if not heartbeat.alone:
+        log.warning("another worker keeps this node's heartbeat alive; this one reclaims nothing "
+                    "(is one node configured for two workers?)")
+        return heartbeat
+    given = reclaim_orphans(queue=ClaimQueue(client, keys), store=Store(client, keys), config=config, node=node,
+                            log=log)
+    log.info("node taken", how=str(heartbeat.taken), previous=heartbeat.previous and heartbeat.previous.pid,
+             reclaimed=[c["resource"] for c in given], seconds=round(time.monotonic() - began, 3))
+    return heartbeat
+
+
+def _quiet_a_chosen_warning(**_) -> None:
+    """We keep tasks running over a lost broker connection on purpose (shared/celery_app.py); Celery
+    warns about that choice on every reconnect. Added once Celery has set up its logging, which
+    turns its own warnings back on."""
+    warnings.filterwarnings("ignore", message=r"(?s).*worker_cancel_long_running_tasks_on_connection_loss")
+
+
 def _run_worker(app, node, loglevel: str) -> None:
+    from celery import signals
+
+    signals.celeryd_after_setup.connect(_quiet_a_chosen_warning, weak=False)
     app.worker_main([
         "worker",
         "--queues", node_queue(node.name),

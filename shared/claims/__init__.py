@@ -5,4 +5,5 @@
 - `grants.py`: the grant rules as pure Python (`decide`, `plan_grants`).
 - `nodes.py`: which nodes have a live worker.
 - `waiting.py`: what a waiting claim waits on, derived from the same rules.
+- `orphans.py`: work whose worker is gone, and how it goes back to the queue.
 """
