@@ -25,8 +25,11 @@ def stack(tmp_path_factory, redis_url):
 @pytest.fixture(scope="module")
 def snapshot(stack):
     dataset = upload_sample(stack)
+    # Trained on every token: 20 steps on the answers alone (the default) mostly teach the tiny model
+    # to end its turn at once, and these tests need an adapter that says something.
     run = stack.post("/v1/runs", json={"model": "builtin/tiny-qwen3", "dataset": dataset,
-                                       "hyperparameters": {"maxSteps": 20, "learningRate": 0.003}}).json()
+                                       "hyperparameters": {"maxSteps": 20, "learningRate": 0.003,
+                                                           "trainOnPrompt": True}}).json()
     done = wait_terminal(stack, run["id"])
     assert done["status"] == "SUCCEEDED"
     return done["latestSnapshot"]
