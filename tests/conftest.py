@@ -103,3 +103,12 @@ def place_snapshot_files(artifact_root, path: str = "x") -> None:
                  "training_state/scheduler.pt", "training_state/trainer_state.json"):
         (directory / name).parent.mkdir(parents=True, exist_ok=True)
         (directory / name).write_bytes(b"{}" if name.endswith(".json") else b"placeholder")
+
+
+@pytest.fixture(scope="session")
+def hub_models(tmp_path_factory):
+    """Tiny random Llama 3, Gemma 3 and Qwen2.5 models, each built on first use and filed in a hub
+    cache of the session's own (tests/shared/tiny_architectures.py)."""
+    from tests.shared.tiny_architectures import HubModels
+
+    return HubModels(tmp_path_factory.mktemp("hub-models"))

@@ -120,6 +120,18 @@ class _TokenQueue:
         self.items.put(_DONE)
 
 
+def prompt_token_ids(tokenizer, prompt: str | list[dict[str, Any]]) -> list[int]:
+    """A prompt's tokens, as every part of the trainer builds them (the built-in server's two APIs,
+    evaluations, GRPO rollouts), and as vLLM's do: chat messages through the model's own chat
+    template with its generation prompt, tokenized without adding special tokens (the template
+    writes the family's bos where it has one: Llama 3, Gemma); a text prompt tokenized with them
+    (so it starts with that bos too)."""
+    if isinstance(prompt, list):
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer(prompt, add_special_tokens=True)["input_ids"]
+
+
 class Generator:
     def __init__(self, model, tokenizer, spec: LoadSpec):
         self.model = model
@@ -128,6 +140,10 @@ class Generator:
         self.adapters: dict[str, str] = dict(spec.adapters)
         self.defaults = sampling_defaults(spec.generation_config)
         self.max_context = getattr(model.config, "max_position_embeddings", None)
+        # Every generation here names max_new_tokens (the request's max_tokens, by default the model's
+        # max_new_tokens); a model's max_length (Llama 3 says 4096) changes nothing but makes
+        # transformers warn on every generation that both are set.
+        model.generation_config.max_length = None
         eos = model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         self.lock = threading.Lock()
@@ -196,11 +212,10 @@ class Generator:
 
     # --- prompts -------------------------------------------------------------------------------
     def encode_prompt(self, prompt: str) -> list[int]:
-        return self.tokenizer(prompt, add_special_tokens=True)["input_ids"]
+        return prompt_token_ids(self.tokenizer, prompt)
 
     def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return prompt_token_ids(self.tokenizer, messages)
 
     def check_length(self, prompt_ids: list[int], params: SamplingParams) -> None:
         asked = len(prompt_ids) + params.max_tokens
@@ -214,16 +229,19 @@ class Generator:
 
     # --- generation ----------------------------------------------------------------------------
     def _generation_config(self, params: SamplingParams):
+        """The request's settings as a GenerationConfig. Every setting is given a value, never None:
+        `generate` fills a None from the model's own generation_config, so a request asking for no
+        top-k filter or no repetition penalty would get the model's defaults instead (top_k 20 and
+        repetition_penalty 1.05 for Qwen2.5, top_k 64 for Gemma 3). 0 and 1.0 turn them off."""
         config = copy.deepcopy(self.model.generation_config)
         config.max_new_tokens = params.max_tokens
         config.min_new_tokens = None
-        config.repetition_penalty = params.repetition_penalty if params.repetition_penalty != 1.0 else None
+        config.repetition_penalty = params.repetition_penalty
         config.do_sample = params.temperature > 0
         if config.do_sample:
-            config.temperature, config.top_p = params.temperature, params.top_p
-            config.top_k = params.top_k or None
-        else:
-            config.temperature = config.top_p = config.top_k = None
+            config.temperature, config.top_p, config.top_k = params.temperature, params.top_p, params.top_k
+        else:  # greedy ignores them; transformers' own defaults, so that it does not warn that they are set
+            config.temperature, config.top_p, config.top_k = 1.0, 1.0, 50
         return config
 
     def _run(self, prompt_ids: list[int], params: SamplingParams, model_name: str, streamer, cancel) -> None:

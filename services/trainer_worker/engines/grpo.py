@@ -52,6 +52,7 @@ from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_referen
 from shared.errors import ValidationFailed
 from shared.plans import plan_default
 from shared.rewards import check_rewards
+from shared.serving.generation import prompt_token_ids
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
 REFERENCE_WEIGHTS = "grpo_reference_adapter.safetensors"
@@ -224,16 +225,6 @@ def restore_reference(model, checkpoint: Path | None, reporter: Reporter) -> str
 
 # --- Rollouts through the serving process
 
-def _encoder(tokenizer):
-    def encode(prompt) -> list[int]:
-        if isinstance(prompt, list):
-            text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-            return tokenizer(text, add_special_tokens=False)["input_ids"]
-        return tokenizer(prompt, add_special_tokens=False)["input_ids"]
-
-    return encode
-
-
 def _runs(prompts: list) -> list[tuple[Any, int]]:
     """Consecutive repeats of one prompt, as (prompt, count): TRL's sampler repeats each prompt
     numGenerations times in a row; on several devices a group may be split between two of them."""
@@ -246,10 +237,19 @@ def _runs(prompts: list) -> list[tuple[Any, int]]:
     return runs
 
 
-def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max_tokens: int, temperature: float,
-                      seed: int):
-    encode = _encoder(tokenizer)
+def sampling_settings(args) -> dict[str, Any]:
+    """How rollouts are sampled: the run's temperature and TRL's other sampling settings (no top-p or
+    top-k filter, no repetition penalty, as TRL asks vLLM for), named in every request, because a
+    serving process fills what a request leaves out from the model's generation_config (top_k 20
+    and repetition_penalty 1.05 for Qwen2.5), and the update scores completions as plain
+    temperature samples."""
+    return {"temperature": float(args.temperature), "top_p": float(args.top_p),
+            "top_k": int(args.top_k) if args.top_k else -1,  # vLLM's "no top-k filter"
+            "repetition_penalty": float(args.repetition_penalty)}
 
+
+def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max_tokens: int,
+                      sampling: dict[str, Any], seed: int):
     def rollout(prompts: list, trainer) -> dict[str, Any]:
         step = trainer.state.global_step
         if server.handed_step != step:  # the adapter of the last update, before anything is sampled
@@ -258,8 +258,8 @@ def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max
         rank = trainer.accelerator.process_index
         prompt_ids, completion_ids = [], []
         for group, (prompt, count) in enumerate(_runs(prompts)):
-            ids = encode(prompt)
-            completions = server.sample(ids, n=count, max_tokens=max_tokens, temperature=temperature,
+            ids = prompt_token_ids(tokenizer, prompt)  # as an endpoint and an evaluation tokenize it
+            completions = server.sample(ids, n=count, max_tokens=max_tokens, **sampling,
                                         seed=seed + step * _SEED_STRIDE + rank * 1_000 + group)
             prompt_ids += [ids] * count
             completion_ids += completions
@@ -324,7 +324,7 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
                            devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job))
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
-                                temperature=args.temperature, seed=args.seed)
+                                sampling=sampling_settings(args), seed=args.seed)
     trainer = without_printer(GRPOTrainer(
         model=model,
         reward_funcs=reward_functions,

@@ -162,10 +162,14 @@ class RolloutServer:
         return response
 
     def sample(self, prompt_ids: list[int], *, n: int, max_tokens: int, temperature: float,
-               seed: int | None) -> list[list[int]]:
-        """`n` completions of one tokenized prompt from the current adapter, as token ids."""
+               seed: int | None, top_p: float = 1.0, top_k: int = -1,
+               repetition_penalty: float = 1.0) -> list[list[int]]:
+        """`n` completions of one tokenized prompt from the current adapter, as token ids. Every
+        sampling setting is sent (by default: none but the temperature), so the model's
+        generation_config, which fills what a request leaves out, cannot add its own."""
         body = {"model": self.current, "prompt": prompt_ids, "n": n, "max_tokens": max_tokens,
-                "temperature": temperature, "return_token_ids": True}
+                "temperature": temperature, "top_p": top_p, "top_k": top_k,
+                "repetition_penalty": repetition_penalty, "return_token_ids": True}
         if seed is not None:
             body["seed"] = seed
         choices = self._post("/v1/completions", body).json()["choices"]

@@ -1,0 +1,72 @@
+"""The built-in server's Generator (shared/serving/generation.py) takes a request's sampling settings
+over the model's generation_config, and the model's only where the request is silent.
+
+transformers' `generate` fills every setting left None from the model's own generation_config, so a
+request's "no top-k filter" or "no repetition penalty" must be sent as values (0, 1.0), not as None:
+real models' files set both (Qwen2.5: top_k 20, repetition_penalty 1.05). Here the built-in model is
+given a generation_config that would show any leak plainly: top_k 1 and repetition_penalty 5.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from shared.load_spec import load_model, load_spec_for
+from shared.serving.generation import Generator, Outcome, SamplingParams
+
+LOUD = {"do_sample": True, "temperature": 1.0, "top_k": 1, "repetition_penalty": 5.0, "max_length": 4096}
+
+
+@pytest.fixture(scope="module")
+def generator(artifacts) -> Generator:
+    entry = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3", "generationConfig": LOUD}
+    spec = load_spec_for(entry=entry, artifacts=artifacts, served_model_name="tiny")
+    model, tokenizer = load_model(spec)
+    return Generator(model, tokenizer, spec)
+
+
+def prompt(generator) -> list[int]:
+    return generator.encode_chat([{"role": "user", "content": "Reverse: stone"}])
+
+
+def greedy(generator, body: dict) -> list[int]:
+    params = SamplingParams.from_request({"temperature": 0, "max_tokens": 12, **body}, generator.defaults)
+    ids = generator.generate_many(prompt(generator), params, "tiny")[0].token_ids
+    return [token for token in ids if token not in generator.eos_ids]
+
+
+def argmax_decode(generator, max_tokens: int) -> list[int]:
+    """Plain greedy decoding, one full forward pass per token: no processor of any kind."""
+    ids, out = prompt(generator), []
+    with torch.no_grad():
+        for _ in range(max_tokens):
+            token = int(generator.model(torch.tensor([ids + out])).logits[0, -1].argmax())
+            if token in generator.eos_ids:
+                break
+            out.append(token)
+    return out
+
+
+def test_a_request_without_a_top_k_filter_samples_beyond_the_models_top_k(generator):
+    params = SamplingParams.from_request({"temperature": 1.0, "top_k": -1, "repetition_penalty": 1.0, "n": 16,
+                                          "max_tokens": 3, "seed": 7}, generator.defaults)
+    assert generator.defaults["top_k"] == 1  # what the request would get if it named none
+    first_tokens = {tuple(s.token_ids[:1]) for s in generator.generate_many(prompt(generator), params, "tiny")}
+    assert len(first_tokens) > 1  # top_k 1 would give every completion the same first token
+
+
+def test_a_request_without_a_repetition_penalty_is_plain_greedy(generator):
+    assert greedy(generator, {"repetition_penalty": 1.0}) == argmax_decode(generator, 12)
+    # silent, it gets the model's penalty, as vLLM's server does
+    assert greedy(generator, {}) != argmax_decode(generator, 12)
+
+
+def test_the_models_max_length_does_not_bound_or_warn(generator):
+    """Every generation names max_new_tokens; the Generator drops the model's max_length, which
+    transformers would otherwise warn about on every request (Llama 3's generation_config sets 4096)."""
+    assert generator.model.generation_config.max_length is None
+    params = SamplingParams.from_request({"temperature": 0, "max_tokens": 30}, generator.defaults)
+    outcome = Outcome(prompt_tokens=0)
+    "".join(generator.generate(prompt(generator), params, "tiny", outcome))
+    assert outcome.completion_tokens <= 30
