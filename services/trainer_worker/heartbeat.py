@@ -28,6 +28,7 @@ from pathlib import Path
 
 import redis
 
+from services.trainer_worker.lease import RELEASE_IF_HELD
 from shared.keys import Keys
 from shared.times import now_iso
 
@@ -49,12 +50,6 @@ _REPLACE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
   return 1
-end
-return 0
-"""
-_LET_GO = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
 end
 return 0
 """
@@ -186,6 +181,6 @@ class NodeHeartbeat:
         if self._thread.is_alive():
             self._thread.join(timeout=2)
         try:
-            self.redis.eval(_LET_GO, 1, self.key, self.value)
+            self.redis.eval(RELEASE_IF_HELD, 1, self.key, self.value)
         except redis.RedisError:
             pass

@@ -34,7 +34,8 @@ if held == false and redis.call('GET', KEYS[2]) == ARGV[3] then
 end
 return 0
 """
-_RELEASE = """
+# Delete a key only while it still holds our value (the lease here; the node heartbeat too).
+RELEASE_IF_HELD = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -82,7 +83,7 @@ class Lease:
         if self._thread:
             self._thread.join(timeout=2)
         try:
-            self.redis.eval(_RELEASE, 1, self.key, self.token)
+            self.redis.eval(RELEASE_IF_HELD, 1, self.key, self.token)
         except redis.RedisError:
             pass  # it expires on its own
 

@@ -1,6 +1,6 @@
 """Redis killed with SIGKILL and started again under load (issue 14, "Faults"): the real API
 (`python -m services.api.main`) and scheduler on a Redis of the test's own with AOF on
-(tests/store_process.py), while client threads create and read datasets and endpoints and send
+(tests/restartable_redis.py), while client threads create and read datasets and endpoints and send
 requests through the proxy to a READY endpoint (its serving process a scripted HTTP peer,
 tests/api/http_peer.py: what is under test is the store, not generation).
 
@@ -32,7 +32,7 @@ from shared.keys import Keys
 from shared.redis_server import free_port
 from tests.api.http_peer import HttpPeer
 from tests.e2e.stack import Stack
-from tests.store_process import StoreProcess
+from tests.restartable_redis import RestartableRedis
 
 OUTAGE_S = 6.0  # longer than the client's retries (2.2 to 4.4 s): some requests must give up
 CLIENTS_PER_KIND = 2
@@ -64,7 +64,7 @@ class Tally:
 
 @pytest.fixture
 def world(tmp_path):
-    store = StoreProcess(tmp_path / "redis")
+    store = RestartableRedis(tmp_path / "redis")
     store.start()
     peer = HttpPeer()
     prefix, token = f"e2e-{secrets.token_hex(4)}:", secrets.token_hex(16)
@@ -155,7 +155,7 @@ def clients(stack: Stack, endpoint_id: str, tally: Tally, stop: threading.Event)
     return threads
 
 
-def restart_under_load(stack, store: StoreProcess, endpoint_id: str, *, down_s: float) -> tuple[Tally, dict]:
+def restart_under_load(stack, store: RestartableRedis, endpoint_id: str, *, down_s: float) -> tuple[Tally, dict]:
     tally, stop = Tally(), threading.Event()
     threads = clients(stack, endpoint_id, tally, stop)
     time.sleep(2)
