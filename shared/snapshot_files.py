@@ -64,7 +64,7 @@ def _under(relative: str, folder: str) -> bool:
     return folder in ("", ".") or relative == folder or relative.startswith(folder.rstrip("/") + "/")
 
 
-def _expected(contents: dict[str, Any], part: str, files: dict[str, Any] | None, layout: Any) -> list[str]:
+def _expected(contents: dict[str, Any], part: str, files: dict[str, Any] | None) -> list[str]:
     """The files a part of the snapshot must hold."""
     folder = _part_dir(contents, part)
     if files:
@@ -82,19 +82,27 @@ def _expected(contents: dict[str, Any], part: str, files: dict[str, Any] | None,
 
 
 def damage(directory: Path, contents: dict[str, Any], files: dict[str, Any] | None, *, part: str,
-           deep: bool = False, layout: Any = None) -> Damage | None:
+           deep: bool = False, found: dict[str, dict[str, Any]] | None = None) -> Damage | None:
     """The first file of `part` ("weights" or "trainingState") that is missing, of another size than
-    recorded, empty where nothing was recorded, or (with `deep`) of another sha256; None when intact."""
+    recorded, empty where nothing was recorded, or (with `deep`) of another sha256; None when intact.
+
+    `found`: the directory's own `record`, when one was just made: compared instead of reading the
+    files again (an import hashes each file once)."""
     directory = Path(directory)
-    expected = _expected(contents, part, files, layout)
+    expected = _expected(contents, part, files)
     if not expected:
         folder = _part_dir(contents, part)
         return Damage(folder if folder not in ("", ".") else ".", f"holds no files of its {part}")
     for relative in expected:
         path = directory / relative
-        if path.is_symlink() or not path.is_file():
-            return Damage(relative, "is missing")
-        size = path.stat().st_size
+        if found is not None:
+            if relative not in found:
+                return Damage(relative, "is missing")
+            size, known_sha256 = found[relative]["bytes"], found[relative]["sha256"]
+        else:
+            if path.is_symlink() or not path.is_file():
+                return Damage(relative, "is missing")
+            size, known_sha256 = path.stat().st_size, None
         want = (files or {}).get(relative)
         if want is None:
             if size == 0:
@@ -102,7 +110,7 @@ def damage(directory: Path, contents: dict[str, Any], files: dict[str, Any] | No
             continue
         if size != want["bytes"]:
             return Damage(relative, f"has {_bytes(size)}; the snapshot recorded {_bytes(want['bytes'])}")
-        if deep and sha256_of(path) != want["sha256"]:
+        if deep and (known_sha256 or sha256_of(path)) != want["sha256"]:
             return Damage(relative, "is not the file the snapshot recorded (its sha256 differs)")
     return None
 
@@ -111,11 +119,15 @@ def _bytes(count: int) -> str:
     return "1 byte" if count == 1 else f"{count} bytes"
 
 
-def damage_of(artifacts: Any, snapshot: dict[str, Any], *, part: str, deep: bool = False) -> Damage | None:
-    """`damage` of a registered snapshot (its document), read through the artifact store."""
+def damage_of(artifacts: Any, snapshot: dict[str, Any], *parts: str, deep: bool = False) -> Damage | None:
+    """`damage` of a registered snapshot (its document), read through the artifact store: the
+    first damaged file of `parts` ("weights", "trainingState"), in that order."""
     try:
         directory = artifacts.get_dir(snapshot["path"])
     except (KeyError, TypeError, ValueError):  # no path, or one that leaves the store: nothing to read
         return Damage(".", "is not in the artifact store")
-    return damage(directory, snapshot.get("contents") or {}, snapshot.get("files"), part=part, deep=deep,
-                  layout=snapshot.get("layout"))
+    for part in parts:
+        found = damage(directory, snapshot.get("contents") or {}, snapshot.get("files"), part=part, deep=deep)
+        if found is not None:
+            return found
+    return None

@@ -11,6 +11,7 @@ from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons
 from shared.errors import NotFound, Unprocessable
+from shared.snapshot_files import damage_of
 
 
 def snapshot_for(context: Context, snapshot_id: str, who: Principal, *, field: str = "restore.snapshot") -> dict[str, Any]:
@@ -35,23 +36,17 @@ def with_readable(context: Context, snapshot: dict[str, Any]) -> dict[str, Any]:
     """The snapshot as shown: which parts this deployment reads, each false when a quick look
     (sizes, shared/snapshot_files.py) finds one of its files damaged, and what was found."""
     readable = readable_of(snapshot)
-    damaged = {part: _damage(context, snapshot, part, deep=False) if readable[part] else None
+    damaged = {part: damage_of(context.artifacts, snapshot, part) if readable[part] else None
                for part in ("weights", "trainingState")}
     readable = {part: readable[part] and damaged[part] is None for part in readable}
     readable["trainingState"] = readable["trainingState"] and readable["weights"]
     return {**snapshot, "readable": readable, "damaged": {part: d and d._asdict() for part, d in damaged.items()}}
 
 
-def _damage(context: Context, snapshot: dict[str, Any], part: str, *, deep: bool):
-    from shared.snapshot_files import damage_of
-
-    return damage_of(context.artifacts, snapshot, part=part, deep=deep)
-
-
 def require_intact(context: Context, snapshot: dict[str, Any], part: str, *, field: str) -> None:
     """Before work is queued on a snapshot (or its adapter downloaded): its `part` ("weights" or
     "trainingState") checked file by file, sha256 included; a 422 naming the snapshot and the file."""
-    found = _damage(context, snapshot, part, deep=True)
+    found = damage_of(context.artifacts, snapshot, part, deep=True)
     if found is not None:
         raise Unprocessable(reasons.snapshot_damaged(snapshot["id"], found.file, found.problem),
                             details={"field": field, "snapshot": snapshot["id"], "file": found.file})

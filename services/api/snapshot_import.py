@@ -164,9 +164,10 @@ def _register(context: Context, snapshot_id: str, key: str, manifest: dict[str, 
     # read_manifest fills in a layout-1 directory's parts from the files it holds
     contents = {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")}
     directory = context.artifacts.get_dir(key)
+    files = record(directory)  # as it arrived: a snapshot damaged later reads as damaged
     listed = manifest.get("files")
     for part in ("weights", "trainingState") if listed else ():  # it says what its files were: they must be
-        found = damage(directory, contents, listed, part=part, deep=True) if contents.get(part) else None
+        found = damage(directory, contents, listed, part=part, deep=True, found=files) if contents.get(part) else None
         if found is not None:
             context.artifacts.delete(key)
             raise ValidationFailed(reasons.snapshot_import_damaged(source, found.file, found.problem),
@@ -190,6 +191,6 @@ def _register(context: Context, snapshot_id: str, key: str, manifest: dict[str, 
         "source": source,
         "sourceRun": manifest.get("run"),
         "path": key,
-        "files": record(directory),  # as it arrived: a snapshot damaged later reads as damaged
+        "files": files,
         "detail": None,
     }))

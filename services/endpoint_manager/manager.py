@@ -259,7 +259,7 @@ class EndpointManager:
         if not doc.get("snapshot"):
             return None
         snap = self.store.require(doc["snapshot"], "snapshot")
-        found = damage_of(self.artifacts, snap, part="weights", deep=True)  # not a loader's riddle later
+        found = damage_of(self.artifacts, snap, "weights", deep=True)  # not a loader's riddle later
         if found is not None:
             raise ValidationFailed(reasons.snapshot_damaged(snap["id"], found.file, found.problem))
         weights = (snap.get("contents") or {}).get("weights") or {}

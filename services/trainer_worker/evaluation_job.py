@@ -178,7 +178,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     adapters = None
     if doc.get("snapshot"):
         snap = worker.store.require(doc["snapshot"], "snapshot")
-        found = damage_of(worker.artifacts, snap, part="weights", deep=True)
+        found = damage_of(worker.artifacts, snap, "weights", deep=True)
         if found is not None:  # named before the model is loaded, not as a loader's error after
             raise ValueError(reasons.snapshot_damaged(snap["id"], found.file, found.problem))
         weights = (snap.get("contents") or {}).get("weights") or {}

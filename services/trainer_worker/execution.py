@@ -23,6 +23,7 @@ from shared.config import DeploymentConfig
 from shared.keys import Keys
 from shared.lifecycle.runs import RUNS
 from shared.redis_retry import connect_retrying, unreachable
+from shared.snapshot_files import damage_of
 from shared.states import EvaluationStatus, RunStatus
 from shared.store import Store
 
@@ -158,7 +159,7 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
            if (doc.get("contents") or {}).get("trainingState")]
     first_damage = None
     for doc in own:
-        found = _damage(worker, doc, ("weights", "trainingState"))
+        found = damage_of(worker.artifacts, doc, "weights", "trainingState", deep=True)
         if found is None:
             if first_damage is not None and reporter is not None:
                 reporter.event(reasons.snapshot_resumed_from_older(*first_damage, doc["id"], doc["step"]),
@@ -171,7 +172,7 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
     if branch:
         parent = worker.store.require(branch["snapshot"], "snapshot")
         parts = ("weights", "trainingState") if branch["what"] == "trainingState" else ("weights",)
-        found = _damage(worker, parent, parts)
+        found = damage_of(worker.artifacts, parent, *parts, deep=True)
         if found is not None:
             raise SnapshotDamaged(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
         return Restore(what=branch["what"], snapshot_dir=worker.artifacts.get_dir(parent["path"]))
@@ -180,16 +181,6 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
 
 class SnapshotDamaged(Exception):
     """The snapshot a run must restore is not as it was written (its sentence names the file)."""
-
-
-def _damage(worker: Worker, snapshot: dict[str, Any], parts: tuple[str, ...]):
-    from shared.snapshot_files import damage_of
-
-    for part in parts:
-        found = damage_of(worker.artifacts, snapshot, part=part, deep=True)
-        if found is not None:
-            return found
-    return None
 
 
 def use_granted_devices(worker: Worker, devices: list[str]) -> str:
