@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.trainer_worker.engines.loss_masks import common_prefix, conversation_ids
 from shared import rewards as reward_functions
 from shared.datasets import row_prompt, row_reference
 
@@ -74,16 +75,11 @@ def target_ids(generator, item: Prepared, prompt: list[int]) -> list[int]:
     """The reference's tokens as they follow the prompt (with the chat template's end of turn for
     chat prompts). Tokenizing the whole text and cutting the prompt off keeps merges at the seam."""
     tokenizer = generator.tokenizer
-    if isinstance(item.prompt, list):
-        text = tokenizer.apply_chat_template([*item.prompt, {"role": "assistant", "content": item.reference}],
-                                             tokenize=False)
-        whole = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if isinstance(item.prompt, list):  # the seam SFT's loss mask cuts too (loss_masks.chat_row)
+        whole = conversation_ids(tokenizer, [*item.prompt, {"role": "assistant", "content": item.reference}])
     else:
         whole = tokenizer(str(item.prompt) + item.reference, add_special_tokens=True)["input_ids"]
-    same = 0
-    while same < min(len(prompt), len(whole)) and prompt[same] == whole[same]:
-        same += 1
-    return whole[same:]
+    return whole[common_prefix(prompt, whole):]
 
 
 def target_nll(generator, model_name: str, prompt: list[int], target: list[int]) -> float:

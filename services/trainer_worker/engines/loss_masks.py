@@ -22,15 +22,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.serving.generation import prompt_token_ids
+
 IGNORED = -100  # the label of a token the loss skips (PyTorch's cross-entropy ignore_index)
 
 
-def _ids(tokenizer, messages: list[dict[str, Any]], *, generation_prompt: bool = False) -> list[int]:
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+def conversation_ids(tokenizer, messages: list[dict[str, Any]]) -> list[int]:
+    """A whole conversation's tokens, built the way `prompt_token_ids` builds a chat prompt's (the
+    template rendered, tokenized without adding special tokens), without the generation prompt."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens `a` and `b` share: where a rendering's seam falls in the whole."""
     same = 0
     for x, y in zip(a, b):
         if x != y:
@@ -41,15 +46,15 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 def chat_row(tokenizer, messages: list[dict[str, Any]], *, train_on_prompt: bool = False) -> dict[str, list[int]]:
     """`input_ids` of the whole conversation and `assistant_masks` (1 where the loss is taken)."""
-    whole = _ids(tokenizer, messages)
+    whole = conversation_ids(tokenizer, messages)
     if train_on_prompt:
         return {"input_ids": whole, "assistant_masks": [1] * len(whole)}
     mask = [0] * len(whole)
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
-        start = _common_prefix(_ids(tokenizer, messages[:i], generation_prompt=True), whole) if i else 0
-        end = _common_prefix(_ids(tokenizer, messages[: i + 1]), whole)
+        start = common_prefix(prompt_token_ids(tokenizer, messages[:i]), whole) if i else 0
+        end = common_prefix(conversation_ids(tokenizer, messages[: i + 1]), whole)
         for position in range(start, end):
             mask[position] = 1
     return {"input_ids": whole, "assistant_masks": mask}
@@ -63,7 +68,7 @@ def completion_row(tokenizer, prompt: str, completion: str, *, train_on_prompt: 
         whole = [*whole, tokenizer.eos_token_id]
     if train_on_prompt:
         return {"input_ids": whole, "assistant_masks": [1] * len(whole)}
-    start = _common_prefix(tokenizer(prompt, add_special_tokens=True)["input_ids"], whole)
+    start = common_prefix(prompt_token_ids(tokenizer, prompt), whole)
     return {"input_ids": whole, "assistant_masks": [0] * start + [1] * (len(whole) - start)}
 
 
