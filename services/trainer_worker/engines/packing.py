@@ -68,17 +68,16 @@ def positions(seq_lengths: list[int]) -> list[int]:
 
 class PackedCollator:
     """A micro-batch of packed sequences: input_ids, labels, position_ids padded on the right, and
-    `packed_attention_mask` (batch, 1, length, length): 0 where a token may look, the dtype's
+    `packed_attention_mask` (batch, 1, length, length): 0 where a token may look, float32's
     minimum where it may not."""
 
-    def __init__(self, pad_token_id: int, dtype=None):
+    def __init__(self, pad_token_id: int):
         self.pad_token_id = pad_token_id
-        self.dtype = dtype
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
 
-        dtype = self.dtype or torch.float32
+        dtype = torch.float32  # use_packed_masks casts it to the model's dtype
         length = max(len(e["input_ids"]) for e in examples)
         batch = {"input_ids": [], "labels": [], "position_ids": []}
         masks = []
