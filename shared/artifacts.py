@@ -72,6 +72,16 @@ def snapshot_key(run_id: str, step: int) -> str:
     return f"{run_key(run_id)}/snapshots/step-{step:06d}"
 
 
+def tensorboard_key(run_id: str) -> str:
+    """The run's TensorBoard event files (one file per attempt of the run)."""
+    return f"{run_key(run_id)}/tensorboard"
+
+
+def wandb_key(run_id: str) -> str:
+    """Where W&B writes an offline run of it (`wandb sync` uploads it later)."""
+    return f"{run_key(run_id)}/wandb"
+
+
 def imported_snapshot_key(snapshot_id: str) -> str:
     return f"imported/{snapshot_id}"
 

@@ -12,6 +12,8 @@
     scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
     worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
              it gives the attempt up; 60)
+    trackers: {reportTo: [tensorboard, mlflow, wandb], mlflow: {...}, wandb: {...}}  (where run
+             metrics go besides the run's series: shared/tracker_config.py; TensorBoard only by default)
 
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
@@ -29,6 +31,7 @@ from typing import Any
 import yaml
 
 from shared.errors import ValidationFailed
+from shared.tracker_config import TrackerSettings, parse_trackers
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
@@ -105,6 +108,8 @@ class DeploymentConfig:
     # False when neither TRAINING_REDIS_URL nor the file's redisUrl names a Redis (the embedded
     # default): the local stack then starts one of its own, with a password.
     redis_url_given: bool = True
+    # Where run metrics go besides the run's own series (TensorBoard files in its artifacts by default).
+    trackers: TrackerSettings = field(default_factory=TrackerSettings)
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -200,6 +205,7 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
                                "worker.redisRetryS", DEFAULT_REDIS_RETRY_S),
         redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),
         reward_functions=_reward_functions(raw),
+        trackers=parse_trackers(raw.get("trackers")),
     )
 
 

@@ -711,3 +711,18 @@ def epochs_too_many_steps(*, epochs: float, rows: int, batch_size: int, steps: i
     """A plan by epochs whose step count (epochs x rows / batchSize) passes what a run may train."""
     return (f"{epochs:g} epoch(s) of {rows} row(s) at batchSize {batch_size} make {steps} steps, and a run trains "
             f"{max_steps} at most; train fewer epochs or set maxSteps")
+
+
+# --- Trackers (shared/tracker_config.py, services/trainer_worker/trackers/)
+
+def tracker_package_missing(tracker: str, package: str, source: str) -> str:
+    return (f"deployment config: trackers.reportTo names {tracker}, but this worker's Python has no "
+            f"{package} package (it comes with {source})")
+
+
+def tracker_failed(tracker: str, what: str, error: str) -> str:
+    return f"{tracker} {what} and gets no more of this run's metrics: {error}; the run trains on"
+
+
+def run_has_no_tensorboard_events(run_id: str) -> str:
+    return f"run {run_id} has no TensorBoard event files yet: they are written from its first step"

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from shared.states import RunStatus
 from training_cli import tables
 from training_cli.client import ApiClient, LogCursor
+from training_cli.curves import RunCurves
 from training_cli.output import console, duration, number
 
 POLL_S = 1.0
@@ -26,10 +27,12 @@ def has_stopped(run: dict[str, Any]) -> bool:
 def watch_run(
     client: ApiClient, run_id: str, *, show_events: bool = True, sleep: Callable[[float], None] = time.sleep
 ) -> dict[str, Any]:
-    """Show a live progress bar (step/total, loss, tokens/s, ETA, status) until the run has ended
-    or is PAUSED, printing its events above the bar; returns the run as last read."""
+    """Show a live progress bar (step/total, loss, tokens/s, ETA, status) and beside it the loss
+    curve so far (training_cli/curves.py) until the run has ended or is PAUSED, printing its events
+    above the bar; returns the run as last read."""
     out = console()
     events = LogCursor(client, f"/v1/runs/{run_id}/events")
+    metrics, curves = LogCursor(client, f"/v1/runs/{run_id}/metrics"), RunCurves()
     columns = (
         SpinnerColumn(finished_text="[green]✓"),
         TextColumn("[bold]{task.fields[status]:<9}"),
@@ -38,16 +41,18 @@ def watch_run(
         TextColumn("loss {task.fields[loss]}"),
         TextColumn("{task.fields[tps]} tok/s"),
         TextColumn("ETA {task.fields[eta]}"),
+        TextColumn("{task.fields[curve]}"),
         TextColumn("{task.fields[note]}"),
     )
     with Progress(*columns, console=out, transient=False) as bar:
-        task = bar.add_task(run_id, total=None, status="", steps="", loss="-", tps="-", eta="-", note="")
+        task = bar.add_task(run_id, total=None, status="", steps="", loss="-", tps="-", eta="-", curve="", note="")
         while True:
             run = client.get(f"/v1/runs/{run_id}")
             if show_events:
                 for event in events.fetch():
                     bar.console.print(tables.event_line(event))
-            bar.update(task, **_fields(run))
+            curves.add(metrics.fetch())
+            bar.update(task, **_fields(run), curve=curves.text())
             if has_stopped(run):
                 return run
             sleep(POLL_S)

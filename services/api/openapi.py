@@ -111,6 +111,8 @@ ROUTES = {
                                         200, LOG_AFTER)},
     "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series", None,
                                          schemas.log_page_schema(schemas.MetricPointSchema), 200, LOG_AFTER)},
+    "/v1/runs/{runId}/tensorboard": {"get": ("its TensorBoard event files as .tar.gz (`tensorboard --logdir` "
+                                             "reads them unpacked; one file per attempt)", None, None, 200)},
     "/v1/endpoints": {
         "post": ("start an endpoint (it queues for GPUs)", EndpointCreateSchema, schemas.EndpointSchema, 201),
         "get": ("list endpoints", None, schemas.page_schema(schemas.EndpointSchema), 200, list_parameters(

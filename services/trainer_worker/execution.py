@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import RunReporter
+from services.trainer_worker.trackers import Trackers
 from shared import logs, reasons
 from shared.artifacts import ArtifactRoot, dataset_key, join, run_key
 from shared.catalog import Catalog
@@ -104,7 +105,17 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
     devices = list(claim["devices"])
     run = worker.store.update(run_id, take_devices(lease, worker.node, devices))
     reporter = RunReporter(store=worker.store, artifacts=worker.artifacts, run=run, lease=lease, log=log)
+    reporter.trackers = Trackers(settings=worker.config.trackers, artifacts=worker.artifacts, run=run,
+                                 earlier=worker.store.metrics(run_id), warn=lambda m: reporter.event(m, level="warn"))
     reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
+    try:
+        return _train_and_end(worker, run, claim, lease, log, devices, reporter)
+    finally:
+        reporter.trackers.close(None)  # stopped without an outcome (lease lost, store away); else a no-op
+
+
+def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log,
+                   devices: list[str], reporter: RunReporter) -> str:
     detail = None
     try:
         if reporter.stop_request() == "cancel":
@@ -131,6 +142,8 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
         outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")
 
+    # Before the run reads as ended: whoever sees it SUCCEEDED finds its tracker files complete.
+    reporter.trackers.close(outcome)
     try:
         fenced_move(worker.store, lease, RUNS, outcome, detail=detail, pauseRequested=False)
     except LeaseLost:

@@ -1,5 +1,6 @@
 """The Redis-backed reporter an engine talks to (engines.base.Reporter): metrics, events,
-progress, snapshots and cancellation, each write fenced by the worker's lease."""
+progress, snapshots and cancellation, each write fenced by the worker's lease. Every metrics point
+also goes to the deployment's trackers (trackers/: TensorBoard, MLflow, W&B) once it is stored."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ CANCEL_CHECK_EVERY_S = 0.5
 
 
 class RunReporter:
-    def __init__(self, *, store: Store, artifacts: ArtifactRoot, run: dict[str, Any], lease: Lease, log):
+    def __init__(self, *, store: Store, artifacts: ArtifactRoot, run: dict[str, Any], lease: Lease, log,
+                 trackers=None):
         self.store = store
         self.artifacts = artifacts
         self.run_id = run["id"]
@@ -39,6 +41,7 @@ class RunReporter:
         self._last_cancel_check = 0.0
         self._pending: dict[str, Any] | None = None
         self.stop: str | None = None  # what the user asked: None, "cancel" or "pause"
+        self.trackers = trackers  # trackers.Trackers, or None: the run's series only
 
     # --- fenced writes
     def update_run(self, change) -> dict[str, Any]:
@@ -56,6 +59,8 @@ class RunReporter:
     def metrics(self, point: dict[str, Any]) -> None:
         point = {**point, "attempt": self.attempt, "time": now_iso()}
         self.store.add_metrics(self.run_id, point)
+        if self.trackers is not None:
+            self.trackers.log(point)
         step = int(point.get("step") or 0)
         self.last_step = step
         if self._first_step is None:

@@ -25,6 +25,11 @@ def main(argv: list[str] | None = None) -> None:
     node = config.node(args.node)
     if node is None:
         sys.exit(f"error: node {args.node} is not declared in the deployment config")
+    from services.trainer_worker.trackers import missing_packages
+
+    missing = missing_packages(config.trackers)
+    if missing:
+        sys.exit("error: " + "\n".join(missing))
     logs.configure("trainer_worker")
     from services.trainer_worker.tasks import register
 

@@ -173,6 +173,12 @@ def create_app(token: str = TOKEN) -> Flask:
         items = state["events"].get(run_id, [])
         return jsonify({"items": items[after:], "next": len(items)})
 
+    @app.get("/v1/runs/<run_id>/metrics")
+    def metrics(run_id: str):
+        after = int(request.args.get("after", 0))
+        items = state.setdefault("metrics", {}).get(run_id, [])
+        return jsonify({"items": items[after:], "next": len(items)})
+
     @app.get("/v1/snapshots")
     def list_snapshots():
         snaps = [s for s in state["snapshots"].values() if request.args.get("run") in (None, s["run"])]
@@ -233,6 +239,7 @@ def _advance(state: dict[str, Any], run: dict[str, Any]) -> None:
     run["snapshots"].append(snap["id"])
     run["latestSnapshot"] = snap["id"]
     events.append({"time": _now(), "level": "info", "message": f"step {step}: loss {loss}"})
+    state.setdefault("metrics", {}).setdefault(run["id"], []).append({"step": step, "loss": loss, "attempt": 0})
     if step >= progress["totalSteps"]:
         run.update(status="SUCCEEDED", finishedAt=_now())
         events.append({"time": _now(), "level": "info", "message": "succeeded"})

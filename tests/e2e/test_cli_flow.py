@@ -1,5 +1,6 @@
 """The `training` CLI, as a user types it, against the running services: upload -> run ->
-SUCCEEDED -> snapshot whose adapter loads with peft and generates."""
+SUCCEEDED (its loss curve beside the bar) -> its TensorBoard events downloaded and read back ->
+snapshot whose adapter loads with peft and generates."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.e2e.test_run_through_services import SAMPLE
@@ -49,6 +51,23 @@ def test_cli_upload_train_download_and_generate(stack, tmp_path):
     assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == [
         "Step", "Loss", "LR", "Grad norm", "Epoch", "Tokens/s"]
     assert [line.split("│")[1].strip() for line in lines[3:-1]] == ["39", "40"]
+
+    # The bar's last state carries the loss curve of all 40 steps (24 columns).
+    from training_cli.curves import sparkline
+
+    assert f"loss {sparkline([p['loss'] for p in points])}" in watched.stdout
+
+    # The worker wrote TensorBoard events (the default tracker); they download with the token.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logdir = Path(cli(stack, "runs", "download-logs", run["id"], str(tmp_path / "tb")).stdout.strip())
+    assert logdir == tmp_path / "tb" / run["id"]
+    events = EventAccumulator(str(logdir))
+    events.Reload()
+    loss = events.Scalars("loss")
+    assert [e.step for e in loss] == list(range(1, 41))
+    assert [e.value for e in loss] == pytest.approx([p["loss"] for p in points], rel=1e-6)
+    assert {"learningRate", "gradNorm", "tokensPerSecond"} <= set(events.Tags()["scalars"])
 
     snapshots = json.loads(cli(stack, "snapshots", "get", "--run", run["id"], "-o", "json").stdout)["items"]
     final = next(s for s in snapshots if s["final"])

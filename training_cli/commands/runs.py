@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, Callable, TextIO
 
 import click
 import yaml
 
 from training_cli import tables
+from training_cli.archive import download_tensorboard
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
@@ -179,6 +181,16 @@ def metrics(cli: CliContext, run_id: str, last: int | None, fmt: str) -> None:
         click.echo(f"run {run_id} has logged no metrics yet")
         return
     emit(points, fmt, tables.metrics)
+
+
+@group.command("download-logs")
+@click.argument("run_id", metavar="ID")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path), default=".")
+@pass_cli
+def download_logs(cli: CliContext, run_id: str, directory: Path) -> None:
+    """Write the run's TensorBoard event files into DIR/ID (DIR: here by default) and print that path;
+    `tensorboard --logdir DIR` then shows every run downloaded into DIR. Works while it runs too."""
+    click.echo(str(download_tensorboard(cli.client, run_id, directory)))
 
 
 @group.command("pause")

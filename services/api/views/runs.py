@@ -1,16 +1,22 @@
-"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics."""
+"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, TensorBoard event files."""
 
 from __future__ import annotations
 
-from flask import Blueprint
+from pathlib import PurePosixPath
+
+from flask import Blueprint, send_file
 
 from services.api import runs as service
+from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
 from services.api.scheduling import with_waits
 from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
+from shared import reasons
+from shared.artifacts import tensorboard_key
+from shared.errors import NotFound
 from shared.states import RunStatus
 
 bp = Blueprint("runs", __name__)
@@ -61,3 +67,17 @@ def run_metrics(run_id: str):
     service.get_run(ctx(), run_id)
     points = log_page(lambda start: ctx().store.metrics(run_id, start=start))
     return serialise(log_page_schema(MetricPointSchema), points)
+
+
+@bp.get("/v1/runs/<run_id>/tensorboard")
+def run_tensorboard(run_id: str):
+    """The run's TensorBoard event files as a .tar.gz (one file per attempt), while it runs too."""
+    service.get_run(ctx(), run_id)
+    folder = tensorboard_key(run_id)
+    keys = [k for k in ctx().artifacts.list(folder)
+            if PurePosixPath(k).parent == PurePosixPath(folder) and ".tfevents." in PurePosixPath(k).name]
+    if not keys:
+        raise NotFound(reasons.run_has_no_tensorboard_events(run_id), details={"id": run_id})
+    buffer = tar_gz(ctx().artifacts, [(key, PurePosixPath(key).name) for key in keys])
+    return send_file(buffer, mimetype="application/gzip", as_attachment=True,
+                     download_name=f"{run_id}-tensorboard.tar.gz")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import PurePosixPath
 
 from flask import Blueprint, request, send_file
 from werkzeug.routing import BaseConverter
 
+from services.api.archives import tar_gz
 from services.api.auth import principal, require_workload, visible
 from services.api.branches import require_intact, with_readable
 from services.api.context import ctx
@@ -109,14 +108,6 @@ def download_adapter(snapshot_id: str):
     if not keys:
         raise NotFound(f"snapshot {snapshot_id} has no adapter files on disk", details={"id": snapshot_id})
     require_intact(ctx(), doc, "weights", field="id")  # never a tar of a truncated or altered adapter
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for key in keys:
-            with artifacts.open(key) as f:
-                info = tarfile.TarInfo(PurePosixPath(key).name)
-                info.size, info.mode = f.seek(0, io.SEEK_END), 0o644
-                f.seek(0)
-                tar.addfile(info, f)
-    buffer.seek(0)
+    buffer = tar_gz(artifacts, [(key, PurePosixPath(key).name) for key in keys])
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,
                      download_name=f"{snapshot_id}-adapter.tar.gz")
