@@ -55,11 +55,12 @@ export default async function endpointPage(main, [endpointId], life) {
   const id = endpoint.id;
   const summary = h("section", { class: "summary", id: "endpoint-summary" });
   const message = h("div");
+  const actions = h("div", { class: "actions" });
   const logs = h("pre", { class: "logs", id: "serving-log" });
   const events = h("ol", { class: "events", id: "endpoint-events" });
   const nextEvents = follower(`/v1/endpoints/${id}/events`);
   main.append(h("h1", {}, "Endpoint ", h("code", {}, endpoint.name || id), " ", h("span", { id: "endpoint-phase" })),
-    summary, message, playground(endpoint),
+    summary, actions, message, playground(endpoint),
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Serving log"), logs),
       h("section", {}, h("h2", {}, "Events"), events)));
@@ -77,8 +78,8 @@ export default async function endpointPage(main, [endpointId], life) {
           : endpoint.idleTimeout === 0 ? "never (no idle timeout)" : "–"),
       field("idle timeout", endpoint.idleTimeout ? `${endpoint.idleTimeout}s` : "none"),
       field("process", endpoint.process ? `${endpoint.process.backend} pid ${endpoint.process.pid} port ${endpoint.process.port}` : "–"),
-      endpoint.detail ? field("detail", endpoint.detail) : null,
-      h("button", { id: "stop", disabled: ["TERMINATED", "FAILED"].includes(endpoint.phase) || endpoint.stopRequested,
+      endpoint.detail ? field("detail", endpoint.detail) : null);
+    fill(actions, h("button", { id: "stop", disabled: ["TERMINATED", "FAILED"].includes(endpoint.phase) || endpoint.stopRequested,
         onclick: async () => {
           try { endpoint = await api.delete(`/v1/endpoints/${id}`); draw(); } catch (err) { message.append(errorBox(err)); }
         } }, "Stop"));
