@@ -9,7 +9,18 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from services.api.auth import authenticate
 from services.api.context import Context
 from services.api.openapi import build_spec, docs_page
-from services.api.views import base_models, comparisons, datasets, endpoints, evaluations, info, pools, runs, snapshots
+from services.api.views import (
+    base_models,
+    comparisons,
+    dashboard,
+    datasets,
+    endpoints,
+    evaluations,
+    info,
+    pools,
+    runs,
+    snapshots,
+)
 from shared import logs, reasons
 from shared.config import DeploymentConfig, load_config
 from shared.errors import Internal, StoreUnavailable, TooLarge, TrainerError
@@ -26,12 +37,13 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
     log = logs.get("api")
 
     for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp, endpoints.bp, pools.bp,
-                      evaluations.bp, comparisons.bp):
+                      evaluations.bp, comparisons.bp, dashboard.bp):
         app.register_blueprint(blueprint)
 
     @app.before_request
     def _authenticate():
-        if request.path not in OPEN_PATHS:
+        # the dashboard's files need no token; its pages send the user's with every API call
+        if request.path not in OPEN_PATHS and not dashboard.is_dashboard_path(request.path):
             g.principal = authenticate(config)
 
     @app.after_request

@@ -99,7 +99,7 @@ class Stack:
 
 
 def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[str, str] | None = None,
-                endpoint_manager: bool = False) -> Stack:
+                endpoint_manager: bool = False, extra_tokens: tuple[dict, ...] = ()) -> Stack:
     prefix = f"e2e-{secrets.token_hex(4)}:"
     token = secrets.token_hex(16)
     home, artifacts = tmp / "home", tmp / "artifacts"
@@ -109,7 +109,7 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[st
         "redisUrl": redis_url, "keyPrefix": prefix, "artifactRoot": str(artifacts), "defaultPool": "default",
         "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": nodes}}]}},
         "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
-        "tokens": [{"token": token, "name": "admin", "admin": True}],
+        "tokens": [{"token": token, "name": "admin", "admin": True}, *extra_tokens],
         # `snapshots import --on-server` of directories a test writes under its temporary directories
         "snapshotImportRoots": [tempfile.gettempdir()],
     }))

@@ -1,0 +1,45 @@
+// #/comparisons/ID: the snapshots of a comparison side by side, the best at each metric marked.
+
+import { api } from "../api.js";
+import { badge, fill, h, link, num } from "../dom.js";
+
+const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
+const ORDER = ["loss", "perplexity", "exactMatch", "judge"];
+
+function metricNames(rows) {
+  const names = new Set();
+  rows.forEach((r) => Object.keys(r.metrics || {}).forEach((k) => names.add(k)));
+  return [...names].sort((a, b) => (ORDER.indexOf(a) + 1 || 99) - (ORDER.indexOf(b) + 1 || 99) || a.localeCompare(b));
+}
+
+export default async function comparisonPage(main, [comparisonId], life) {
+  const head = h("h1", {}, "Comparison ", h("code", {}, comparisonId), " ", h("span", { id: "comparison-status" }));
+  const info = h("p", { class: "muted" });
+  const grid = h("div", { id: "comparison-table" });
+  main.append(head, info, grid);
+  let comparison;
+
+  async function refresh() {
+    comparison = await api.get(`/v1/comparisons/${encodeURIComponent(comparisonId)}`);
+    fill(document.getElementById("comparison-status"), badge(comparison.status));
+    info.textContent = `${comparison.model} on dataset ${comparison.dataset} in pool ${comparison.pool}; ` +
+      "★ marks the best snapshot at each metric (lowest loss and perplexity, highest scores).";
+    const names = metricNames(comparison.rows);
+    // one column per snapshot, side by side; one row per metric
+    const columns = comparison.rows.map((r) => h("th", { "data-snapshot": r.snapshot },
+      h("code", {}, r.snapshot), h("br"), r.run ? link(`#/runs/${r.run}`, r.run) : "imported",
+      h("br"), h("span", { class: "muted" }, `step ${r.step ?? "?"} · ${r.restore}`)));
+    const statusRow = h("tr", {}, h("th", {}, "evaluation"), comparison.rows.map((r) => h("td", {}, badge(r.status || "–"))));
+    const metricRows = names.map((name) => h("tr", { "data-metric": name }, h("th", {}, name),
+      comparison.rows.map((r) => {
+        const best = (r.best || []).includes(name);
+        return h("td", { class: best ? "best" : null, "data-best": best ? "true" : null },
+          num((r.metrics || {})[name]), best ? " ★" : "");
+      })));
+    fill(grid, h("table", { class: "comparison" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), columns)),
+      h("tbody", {}, statusRow, metricRows)),
+    names.length ? null : h("p", { class: "muted" }, "no metrics yet: its evaluations are under way"));
+  }
+  await refresh();
+  life.every(3000, async () => { if (!TERMINAL.has(comparison.status)) await refresh(); });
+}

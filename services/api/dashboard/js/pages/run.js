@@ -1,0 +1,167 @@
+// #/runs/ID: one run followed live: its progress, charts of its metrics, its events, its snapshots,
+// and the buttons that pause, resume, cancel and branch it.
+
+import { api, follower } from "../api.js";
+import { chart, seriesOf } from "../chart.js";
+import { badge, bytes, clear, errorBox, field, fill, h, link, num, table, when } from "../dom.js";
+import { progressBar } from "./runs.js";
+
+const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
+
+// Each chart: its title, options, and the series it draws from the run's metric points.
+const CHARTS = [
+  ["loss", {}, (pts) => [seriesOf(pts, "loss", (p) => p.loss), seriesOf(pts, "validation", (p) => p.validationLoss)]],
+  ["learning rate", {}, (pts) => [seriesOf(pts, "learning rate", (p) => p.learningRate)]],
+  ["grad norm", {}, (pts) => [seriesOf(pts, "grad norm", (p) => p.gradNorm)]],
+  ["tokens/s", {}, (pts) => [seriesOf(pts, "tokens/s", (p) => p.tokensPerSecond)]],
+  ["validation loss", {}, (pts) => [seriesOf(pts, "validation loss", (p) => p.validationLoss)]],
+];
+const GRPO_CHARTS = [
+  ["reward", {}, (pts) => [seriesOf(pts, "total", (p) => p.reward), ...rewardKeys(pts).map(
+    (key) => seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean))]],
+  ["KL", {}, (pts) => [seriesOf(pts, "kl", (p) => p.kl)]],
+  ["completion length", { unit: "tokens" }, (pts) => [seriesOf(pts, "completion length", (p) => p.completionLength)]],
+  ["step time split", { unit: "s" }, (pts) => [
+    seriesOf(pts, "generation", (p) => p.generationSeconds), seriesOf(pts, "hand-off", (p) => p.handoffSeconds),
+    seriesOf(pts, "reward", (p) => p.rewardSeconds), seriesOf(pts, "update", (p) => p.updateSeconds),
+    seriesOf(pts, "step", (p) => p.stepSeconds)]],
+  ["hand-off bytes", { yFormat: bytes }, (pts) => [seriesOf(pts, "hand-off bytes", (p) => p.handoffBytes)]],
+];
+
+function rewardKeys(points) {
+  const keys = new Set();
+  points.forEach((p) => Object.keys(p.rewards || {}).forEach((k) => keys.add(k)));
+  return [...keys];
+}
+
+// The plan of a branch of this run from one of its snapshots: the same plan, restoring the snapshot.
+export function branchPlan(plan, snapshot, what, maxSteps) {
+  const body = {};
+  for (const [key, value] of Object.entries(plan)) {
+    if (value !== null && key !== "restore" && key !== "name") body[key] = value;
+  }
+  body.restore = { snapshot, what };
+  body.hyperparameters = { ...plan.hyperparameters, maxSteps };
+  return body;
+}
+
+function branchForm(run, snapshots, onError) {
+  const choices = snapshots.filter((s) => s.readable && s.readable.weights);
+  const snapshot = h("select", { name: "snapshot", "aria-label": "snapshot" },
+    choices.map((s) => h("option", { value: s.id }, `${s.id} (step ${s.step})`)));
+  const what = h("select", { name: "what", "aria-label": "restore" },
+    h("option", { value: "weights" }, "weights"), h("option", { value: "trainingState" }, "trainingState"));
+  const steps = h("input", { name: "maxSteps", type: "number", min: 1, value: run.plan.hyperparameters.maxSteps || 10 });
+  const form = h("form", { class: "branch-form", id: "branch-form" },
+    h("label", {}, "from ", snapshot), h("label", {}, "restore ", what), h("label", {}, "steps ", steps),
+    h("button", { type: "submit" }, "Start branch"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const child = await api.post("/v1/runs", branchPlan(run.plan, snapshot.value, what.value, Number(steps.value)));
+      location.hash = `#/runs/${child.id}`;
+    } catch (err) { onError(err); }
+  });
+  return form;
+}
+
+export default async function runPage(main, [runId], life) {
+  let run = await api.get(`/v1/runs/${encodeURIComponent(runId)}`);
+  const charts = [...CHARTS, ...(run.plan.method === "grpo" ? GRPO_CHARTS : [])].map(
+    ([title, options, series]) => ({ ...chart(title, options), series }));
+  const points = [];
+  const nextMetrics = follower(`/v1/runs/${runId}/metrics`);
+  const nextEvents = follower(`/v1/runs/${runId}/events`);
+
+  const summary = h("section", { class: "summary", id: "run-summary" });
+  const actions = h("div", { class: "actions", id: "run-actions" });
+  const message = h("div", { id: "run-message" });
+  const events = h("ol", { class: "events", id: "events" });
+  const snapshots = h("div", { id: "snapshots" });
+  const branchSlot = h("div", { id: "branch-slot" });
+  main.append(
+    h("h1", {}, "Run ", h("code", {}, run.id), " ", h("span", { id: "run-status" })),
+    summary, actions, message, branchSlot,
+    h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
+    h("div", { class: "columns" },
+      h("section", {}, h("h2", {}, "Events"), events),
+      h("section", {}, h("h2", {}, "Snapshots"), snapshots)));
+
+  const showError = (err) => fill(message, errorBox(err));
+  async function act(label, call) {
+    clear(message);
+    try { run = await call(); drawRun(); } catch (err) { showError(err); }
+  }
+  let snapshotDocs = [];
+
+  function drawRun() {
+    fill(document.getElementById("run-status"), badge(run.status));
+    const p = run.progress, s = run.scheduling || {};
+    fill(summary,
+      field("progress", progressBar(run)),
+      field("method", `${run.plan.method} on ${run.plan.model}`),
+      field("engine", `${run.engine} · ${run.gpus} GPU(s) in ${run.pool}`),
+      field("loss", `${num(p.loss)} (first ${num(p.firstLoss)})`),
+      run.plan.method === "grpo" ? field("reward", num(p.reward)) : field("validation loss", num(p.validationLoss)),
+      field("tokens/s", num(p.tokensPerSecond)),
+      field("eta", p.etaSeconds == null ? "–" : `${Math.round(p.etaSeconds)}s`),
+      field("devices", s.node ? `${s.node}: ${(s.devices || []).join(", ")}` : s.waitingText || "–"),
+      field("parent", run.parent ? h("span", {}, link(`#/runs/${run.parent.run}`, run.parent.run || "imported"),
+        ` @ ${run.parent.snapshot} (${run.parent.restore})`) : "none"),
+      field("workload", run.workload),
+      field("created", when(run.createdAt)),
+      run.detail ? field("detail", run.detail) : null);
+    const live = !TERMINAL.has(run.status);
+    fill(actions,
+      h("button", { id: "pause", disabled: !["STARTING", "RUNNING"].includes(run.status) || run.pauseRequested,
+        onclick: () => act("pause", () => api.post(`/v1/runs/${runId}/pause`)) }, "Pause"),
+      h("button", { id: "resume", disabled: run.status !== "PAUSED",
+        onclick: () => act("resume", () => api.post(`/v1/runs/${runId}/resume`)) }, "Resume"),
+      h("button", { id: "cancel", disabled: !live || run.cancelRequested,
+        onclick: () => act("cancel", () => api.delete(`/v1/runs/${runId}`)) }, "Cancel"),
+      h("button", { id: "branch", disabled: !snapshotDocs.length, onclick: () => {
+        fill(branchSlot, branchForm(run, snapshotDocs, showError));
+      } }, "Branch…"),
+      link(`#/lineage/${run.id}`, "Lineage"));
+  }
+
+  async function drawSnapshots() {
+    if (snapshotDocs.length === run.snapshots.length && snapshots.firstChild) return;
+    snapshotDocs = (await api.get(`/v1/snapshots?run=${runId}&limit=200`)).items.sort((a, b) => a.step - b.step);
+    const rows = snapshotDocs.map((s) => h("tr", { "data-snapshot": s.id },
+      h("td", {}, h("code", {}, s.id)), h("td", {}, s.step), h("td", {}, s.final ? "final" : ""),
+      h("td", {}, s.readable.weights ? "weights" : "", s.readable.trainingState ? " + trainingState" : ""),
+      h("td", {}, when(s.createdAt))));
+    fill(snapshots, rows.length ? table(["snapshot", "step", "", "readable", "written"], rows)
+      : h("p", { class: "muted" }, "none yet"));
+    drawRun();
+  }
+
+  async function follow() {
+    const fresh = await nextMetrics();
+    if (fresh.length) {
+      points.push(...fresh);
+      charts.forEach((c) => c.update(c.series(points)));
+    }
+    const newEvents = await nextEvents();
+    const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 4;
+    for (const e of newEvents) {
+      events.append(h("li", { class: `level-${e.level}` }, h("time", { datetime: e.time }, e.time.slice(11, 19)),
+        " ", e.message));
+    }
+    if (newEvents.length && atBottom) events.scrollTop = events.scrollHeight;
+  }
+
+  drawRun();
+  charts.forEach((c) => c.update([]));
+  await follow();
+  await drawSnapshots();
+  let endedPolls = 0;
+  life.every(2000, async () => {
+    if (TERMINAL.has(run.status) && ++endedPolls > 5) return;  // the last events come after it ends
+    run = await api.get(`/v1/runs/${runId}`);
+    drawRun();
+    await follow();
+    await drawSnapshots();
+  });
+}
