@@ -126,3 +126,45 @@ def test_model_dir_for(built, tmp_path):
     assert model_dir_for({"id": "Qwen/Qwen3-8B", "path": str(directory)}, artifacts) == directory
     with pytest.raises(ValidationFailed, match=f"points at {tmp_path}, which holds no config.json"):
         model_dir_for({"id": "Qwen/Qwen3-8B", "path": str(tmp_path)}, artifacts)
+
+
+def test_two_builds_of_the_quickstart_model_are_identical(tmp_path):
+    first = ensure_builtin("small-qwen3", ArtifactRoot(tmp_path / "a"))
+    second = ensure_builtin("small-qwen3", ArtifactRoot(tmp_path / "b"))
+    for name in sorted(p.name for p in first.iterdir()):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_the_quickstart_model_spells_every_word_out_byte_by_byte(tmp_path):
+    """small-qwen3's tokenizer has no merges: "stone" is five tokens whatever the training data, so
+    reversing a word is a task over tokens the adapter can learn once for every word."""
+    directory = ensure_builtin("small-qwen3", ArtifactRoot(tmp_path))
+    tokenizer = load_tokenizer(directory)
+    assert len(tokenizer) == BUILTIN_MODELS["small-qwen3"].vocab_size == 3 + 256
+    ids = tokenizer("Reverse: stone")["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == [*"Reverse:", "Ġ", *"stone"]
+    assert [tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_start|>", "<|im_end|>")] == [0, 1, 2]
+    chat = [{"role": "user", "content": "Reverse: abc"}, {"role": "assistant", "content": "cba"}]
+    assert tokenizer.apply_chat_template(chat, tokenize=False) == (
+        "<|im_start|>user\nReverse: abc<|im_end|>\n<|im_start|>assistant\ncba<|im_end|>\n"
+    )
+    text = "héllo wörld 世界 ~{}!"
+    assert len(tokenizer(text)["input_ids"]) == len(text.encode()) and tokenizer.decode(tokenizer(text)["input_ids"]) == text
+    model = load_causal_lm(directory, "fp32")
+    assert sum(p.numel() for p in model.parameters()) == builtin_facts("small-qwen3")["parameters"]
+
+
+def test_the_bundled_samples_are_what_their_generator_writes_and_the_held_out_words_are_unseen():
+    from shared.data import make_sample
+
+    assert make_sample.TARGET.read_text() == make_sample.render(make_sample.make_rows())
+    training, held_out = make_sample.make_reverse_rows()
+    assert make_sample.REVERSE_TARGET.read_text() == make_sample.render(training)
+    assert make_sample.REVERSE_HELD_OUT_TARGET.read_text() == make_sample.render(held_out)
+
+    def words(rows):
+        return {row["messages"][0]["content"].removeprefix("Reverse: ") for row in rows}
+
+    assert len(training) == 4000 and len(held_out) == 100 and not words(training) & words(held_out)
+    assert all(row["messages"][1]["content"] == row["messages"][0]["content"][len("Reverse: "):][::-1]
+               for row in training + held_out)
