@@ -132,7 +132,8 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "keyPrefix": "trainer:",
     "defaultPool": "default",
     "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 2}}]}},
-    "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
+    "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"},
+                {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}],
     "tokens": [],
 }
 
