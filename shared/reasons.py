@@ -50,6 +50,12 @@ def image_row_too_long(*, line: int | None, tokens: int, max_length: int) -> str
             f"{max_length}; a row with images is never cut, since an image would lose its tokens")
 
 
+def request_part_refused(where: str, problem: str) -> str:
+    """Issue 17: a chat request's content part an image-text model cannot read, e.g.
+    `messages[0].content[1].image_url.url is not valid base64`."""
+    return f"{where} {problem}"
+
+
 IMAGE_ROWS_ARE_CHAT = "rows with images train as chat messages; this dataset's rows are prompt and completion rows"
 IMAGE_ROWS_NOT_PACKED = "packing does not take rows with images; train this dataset with packing off"
 

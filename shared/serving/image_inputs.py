@@ -41,8 +41,11 @@ def encode(processor, messages: list[dict[str, Any]], *, generation_prompt: bool
 
 
 def pixel_inputs(processor, images: list) -> dict[str, Any]:
-    """The image tensors (pixel_values and whatever else the image processor gives, e.g. Qwen-VL's
-    image_grid_thw) of `images`, in order; empty for none."""
+    """The image tensors of `images`, in order, that the model reads (pixel_values and, e.g., Qwen-VL's
+    image_grid_thw: the image processor's outputs the processor names as model inputs; not
+    Gemma 3's num_crops); empty for none."""
     if not images:
         return {}
-    return dict(processor.image_processor(images=images, return_tensors="pt"))
+    wanted = set(processor.model_input_names)
+    return {key: value for key, value in processor.image_processor(images=images, return_tensors="pt").items()
+            if key in wanted}

@@ -74,3 +74,5 @@ def test_image_text_sentences():
     assert reasons.IMAGE_ROWS_ARE_CHAT == (
         "rows with images train as chat messages; this dataset's rows are prompt and completion rows")
     assert reasons.IMAGE_ROWS_NOT_PACKED == "packing does not take rows with images; train this dataset with packing off"
+    assert reasons.request_part_refused("messages[0].content[1].image_url.url", "is not valid base64") == (
+        "messages[0].content[1].image_url.url is not valid base64")
