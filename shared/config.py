@@ -133,7 +133,9 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "defaultPool": "default",
     "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 2}}]}},
     "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"},
-                {"id": "builtin/small-qwen3", "builtin": "small-qwen3"}],
+                {"id": "builtin/small-qwen3", "builtin": "small-qwen3"},
+
+                {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}],
     "tokens": [],
 }
 

@@ -5,6 +5,11 @@ Accepted rows: chat `messages`; `prompt` + `completion`; for reinforcement, `pro
 messages) plus any fields reward functions read. Every fault names its line and field; the first
 20 are reported. A dataset has one format: the format of its first valid row.
 
+A message's content is a string or a list of OpenAI content parts, text and images (shared/images.py:
+`data:` URLs, each decoded and bounded on upload). A dataset whose rows hold an image is of
+**modality** `image-text`, else `text` (`DatasetReport.modality`); the resolver matches it against
+the model's.
+
 What a row says, whoever reads it (SFT trains on it, GRPO prompts with it, an evaluation scores it):
 
 - its **format** (`row_format`): chat, completion or prompt (FORMATS);
@@ -24,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from shared import json_values
+from shared import images, json_values
 from shared.errors import ValidationFailed
 
 # Every row format, in the order sentences name them.
@@ -32,12 +37,14 @@ CHAT, COMPLETION, PROMPT = "chat", "completion", "prompt"
 FORMATS = (CHAT, COMPLETION, PROMPT)
 MAX_FAULTS = 20
 ROLES = ("system", "user", "assistant", "tool")
+TEXT, IMAGE_TEXT = "text", "image-text"  # a dataset's modality, named as catalog models name theirs
 
 
 @dataclass
 class DatasetReport:
     rows: int = 0
     format: str | None = None  # one of FORMATS
+    modality: str = TEXT  # IMAGE_TEXT once a valid row holds an image
     faults: list[dict[str, Any]] = field(default_factory=list)
     fault_count: int = 0
 
@@ -58,9 +65,23 @@ def _messages_faults(messages: Any, field_: str) -> list[tuple[str, str]]:
             continue
         if msg.get("role") not in ROLES:
             faults.append((f"{where}.role", f"must be one of {', '.join(ROLES)}"))
-        if not isinstance(msg.get("content"), str):
-            faults.append((f"{where}.content", "must be a string"))
+        content = msg.get("content")
+        if images.is_parts(content):
+            faults.extend(images.content_faults(content, f"{where}.content"))
+        elif not isinstance(content, str):
+            faults.append((f"{where}.content", "must be a string or a list of content parts"))
+    count = images.image_count(messages)
+    if count > images.MAX_IMAGES_PER_ROW:
+        faults.append((field_, f"holds {count} images; the most in one row is {images.MAX_IMAGES_PER_ROW}"))
     return faults
+
+
+def row_modality(row: dict[str, Any]) -> str:
+    """IMAGE_TEXT for a row whose messages (or prompt messages) hold an image part, else TEXT."""
+    for key in ("messages", "prompt", "completion"):
+        if images.image_count(row.get(key)):
+            return IMAGE_TEXT
+    return TEXT
 
 
 def row_format(row: dict[str, Any]) -> str | None:
@@ -81,7 +102,7 @@ def split_chat(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], st
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
     if last is None:
         return messages, None
-    return messages[:last], str(messages[last].get("content") or "")
+    return messages[:last], images.content_text(messages[last].get("content"))
 
 
 def _content(value: Any) -> str | None:
@@ -89,7 +110,7 @@ def _content(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, list) and value and isinstance(value[-1], dict):
-        return str(value[-1].get("content") or "")
+        return images.content_text(value[-1].get("content"))
     return None
 
 
@@ -203,6 +224,8 @@ def validate_jsonl(data: bytes) -> DatasetReport:
             report.fault(number, field_, problem)
         if not faults:
             report.rows += 1
+            if row_modality(row) == IMAGE_TEXT:
+                report.modality = IMAGE_TEXT
     if report.rows == 0 and report.fault_count == 0:
         report.fault(1, "(file)", "holds no rows")
     return report

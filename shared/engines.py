@@ -42,13 +42,15 @@ class EngineSpec:
 
 
 ENGINES: tuple[EngineSpec, ...] = (
-    # TRL SFTTrainer + PEFT LoRA in one process (services/trainer_worker/engines/sft.py).
+    # TRL SFTTrainer + PEFT LoRA in one process (services/trainer_worker/engines/sft.py); over an
+    # image-text model its rows carry their images (engines/image_rows.py).
     EngineSpec(
         name="sft-single",
         method="sft",
         gpu_counts=(1,),
         precisions=frozenset({"fp32", "bf16", "fp16"}),
         restores=ALL_RESTORES,
+        modalities=frozenset({"text", "image-text"}),
     ),
     # The same, one process per GPU of one node under DDP: gloo between CPU slots, NCCL between
     # GPUs (engines/distributed.py). The global batch is the plan's whatever the GPU count.

@@ -112,3 +112,15 @@ def load_tokenizer(model_dir: Path | str):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def load_processor(model_dir: Path | str):
+    """Load an image-text model's processor (its tokenizer and image processor, from the model's own
+    files): what turns chat messages with image parts into model inputs. The tokenizer inside it
+    pads like `load_tokenizer`'s."""
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(str(model_dir), local_files_only=True)
+    if processor.tokenizer.pad_token is None:
+        processor.tokenizer.pad_token = processor.tokenizer.eos_token
+    return processor

@@ -35,6 +35,31 @@ def dataset_format_refused(*, dataset: str, dataset_format: str, method: str, tr
     return f"dataset {dataset} holds {dataset_format} rows; {method} trains on {listed}"
 
 
+def dataset_modality_refused(*, dataset: str, model: str, dataset_modality: str) -> str:
+    """SPEC 3.1 (issue 17): a dataset with images for a text model, or one without for an
+    image-text model."""
+    if dataset_modality == "image-text":
+        return f"dataset {dataset} holds images, and model {model} is a text model that cannot read them"
+    return (f"dataset {dataset} holds no images, and model {model} is an image-text model "
+            "that trains on rows with images")
+
+
+def image_row_too_long(*, line: int | None, tokens: int, max_length: int) -> str:
+    """Issue 17: an SFT row with images longer than maxSeqLength (such a row is never cut)."""
+    return (f"dataset line {line}: the row is {tokens} tokens with its images, longer than maxSeqLength "
+            f"{max_length}; a row with images is never cut, since an image would lose its tokens")
+
+
+def request_part_refused(where: str, problem: str) -> str:
+    """Issue 17: a chat request's content part an image-text model cannot read, e.g.
+    `messages[0].content[1].image_url.url is not valid base64`."""
+    return f"{where} {problem}"
+
+
+IMAGE_ROWS_ARE_CHAT = "rows with images train as chat messages; this dataset's rows are prompt and completion rows"
+IMAGE_ROWS_NOT_PACKED = "packing does not take rows with images; train this dataset with packing off"
+
+
 def training_state_gpu_mismatch(*, saved_gpus: int, run_gpus: int) -> str:
     """SPEC 3.3: a trainingState restore on another GPU count."""
     return (

@@ -51,13 +51,28 @@ def _refuse_the_dataset_format(plan: dict[str, Any], dataset_format: str) -> Non
     )
 
 
+def refuse_the_dataset_modality(dataset: str, model: dict[str, Any], dataset_modality: str, *,
+                                field: str = "dataset") -> None:
+    """Refuse (422, naming `field`) rows with images for a text model, and rows without for an
+    image-text model."""
+    if dataset_modality == model["modality"]:
+        return
+    raise Unprocessable(
+        reasons.dataset_modality_refused(dataset=dataset, model=model["id"], dataset_modality=dataset_modality),
+        details={"field": field, "datasetModality": dataset_modality, "modelModality": model["modality"]},
+    )
+
+
 def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool,
-            dataset_format: str | None = None) -> EngineSpec:
+            dataset_format: str | None = None, dataset_modality: str | None = None) -> EngineSpec:
     """Return the engine that trains `plan` on `model` in `pool` over rows of `dataset_format`
-    (shared/datasets.py FORMATS; None: whatever the dataset, as `startable_runs` asks), or raise
-    ValidationFailed (400) for rows no engine of the method trains on, else Unprocessable (422)."""
+    (shared/datasets.py FORMATS; None: whatever the dataset, as `startable_runs` asks) and
+    `dataset_modality` (text or image-text; None: whatever), or raise ValidationFailed (400) for
+    rows no engine of the method trains on, else Unprocessable (422)."""
     if dataset_format is not None:
         _refuse_the_dataset_format(plan, dataset_format)
+    if dataset_modality is not None:
+        refuse_the_dataset_modality(plan["dataset"], model, dataset_modality)
     gpus = plan["execution"]["gpus"]
     precision = plan["precision"]
     if gpus > pool.largest_node_gpus:

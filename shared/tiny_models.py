@@ -124,12 +124,22 @@ GENERATION_DEFAULTS = {"do_sample": False, "max_new_tokens": 64}
 PAD_ID, EOS_ID = SPECIAL_TOKENS.index(PAD_TOKEN), SPECIAL_TOKENS.index(IM_END)
 
 
+def _vision(name: str):
+    """The module that builds `name` when it is a built-in image-text model (shared/tiny_vision_model.py)."""
+    from shared import tiny_vision_model
+
+    return tiny_vision_model if name in tiny_vision_model.VISION_MODELS else None
+
+
 def _spec(name: str) -> TinyModelSpec:
     try:
         return BUILTIN_MODELS[name]
     except KeyError:
+        from shared.tiny_vision_model import VISION_MODELS
+
+        names = ", ".join(sorted([*BUILTIN_MODELS, *VISION_MODELS]))
         raise NotFound(
-            f"there is no built-in model {name}; built-in models are {', '.join(sorted(BUILTIN_MODELS))}",
+            f"there is no built-in model {name}; built-in models are {names}",
             details={"builtin": name},
         ) from None
 
@@ -202,6 +212,8 @@ def parameter_count(spec: TinyModelSpec) -> int:
 
 def builtin_facts(name: str) -> dict[str, Any]:
     """The catalog facts of a built-in model, from its spec alone (no build, no torch)."""
+    if _vision(name):
+        return _vision(name).builtin_facts(name)
     spec = _spec(name)
     return {
         "builtin": name,
@@ -218,6 +230,10 @@ def builtin_facts(name: str) -> dict[str, Any]:
 
 def _build(name: str, target: Path) -> dict[str, Any]:
     """Write the model into `target` (an empty directory) and return its facts."""
+    if _vision(name):
+        facts = _vision(name).build(name, target)
+        (target / METADATA_FILE).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")  # last: complete
+        return facts
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
     from transformers.utils import logging as hf_logging
@@ -272,7 +288,7 @@ def ensure_builtin(name: str, artifacts: ArtifactRoot) -> Path:
     Safe against several processes (or nodes sharing the volume) asking at once: one builds under a
     file lock in its scratch space and publishes the model with `put_dir`; the others wait and reuse it.
     """
-    _spec(name)
+    _vision(name) or _spec(name)
     key = model_key(name)
     done = join(key, METADATA_FILE)  # written last by a build: its presence marks a complete one
     if artifacts.exists(done):

@@ -38,6 +38,7 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str) -
         "bytes": len(data),
         "rows": report.rows,
         "format": report.format,
+        "modality": report.modality,
         "detail": None,
     })
 

@@ -12,11 +12,12 @@ from services.api.datasets import visible_dataset
 from services.api.grpo_plans import check_grpo_plan
 from shared import reasons
 from shared.config import DEFAULT_WORKLOADS
+from shared.datasets import TEXT
 from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
 from shared.plans import check_steps, check_target_modules, parse_plan
-from shared.resolver import resolve
+from shared.resolver import refuse_the_dataset_modality, resolve
 from shared.states import RunStatus
 
 
@@ -55,7 +56,11 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
     check_steps(plan, dataset_rows=dataset["rows"])
     parent = check_restore(context, plan, who)
     # refuses rows no engine of the method declares it trains on (400, details field "dataset")
-    spec = resolve(plan, model=model, pool=pool, dataset_format=dataset["format"])
+    spec = resolve(plan, model=model, pool=pool, dataset_format=dataset["format"],
+                   dataset_modality=dataset.get("modality") or TEXT)  # datasets stored before images: text
+    if validation is not None:
+        refuse_the_dataset_modality(validation["id"], model, validation.get("modality") or TEXT,
+                                    field="validationDataset")
     batch, accumulation = plan["hyperparameters"]["batchSize"], plan["hyperparameters"]["gradientAccumulation"]
     if batch % (gpus * accumulation):  # else each GPU would train on a rounded share: another global batch
         raise ValidationFailed(reasons.batch_not_split(batch_size=batch, gpus=gpus, accumulation=accumulation),

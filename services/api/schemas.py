@@ -42,6 +42,8 @@ class DatasetSchema(ResourceSchema):
     bytes = fields.Integer()
     rows = fields.Integer()
     format = fields.String(metadata={"description": "chat, completion or prompt"})
+    modality = fields.String(metadata={"description": "image-text when its rows hold images, else text; "
+                                                      "runs train it only on a model of the same modality"})
     deleted = fields.Boolean(metadata={"description": "only in the answer to DELETE: true"})
     deletedAt = fields.String(metadata={"description": "only in the answer to DELETE"})
 

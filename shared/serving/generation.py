@@ -17,9 +17,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.errors import NotFound, ValidationFailed
+from shared.images import image_parts
 from shared.load_spec import LoadSpec, attach_adapter, sampling_defaults
+from shared.models import load_processor
+from shared.serving.image_inputs import encode, message_images, pixel_inputs
 
 _DONE = object()
+
+
+def reads_images(model) -> bool:
+    """An image-text model: its config has a vision tower (Gemma 3, Qwen-VL, Llava and their kin)."""
+    return getattr(getattr(model, "config", None), "vision_config", None) is not None
+
+
+def model_extras(extras: dict[str, Any] | None, device, *, dtype) -> dict[str, Any]:
+    """A prompt's other inputs as tensors on the model's device (pixel values in the model's dtype)."""
+    import torch
+
+    out = {}
+    for key, value in (extras or {}).items():
+        tensor = value if isinstance(value, torch.Tensor) else torch.tensor(value)
+        out[key] = tensor.to(device=device, dtype=dtype if tensor.is_floating_point() else tensor.dtype)
+    return out
 # The most completions one request may ask for (`n`): a GRPO group is rarely above 64.
 MAX_N = 256
 
@@ -137,6 +156,8 @@ class Generator:
         self.model = model
         self.tokenizer = tokenizer
         self.spec = spec
+        # An image-text model reads chat messages with image parts through its processor (image_inputs.py).
+        self.processor = load_processor(spec.model_dir) if reads_images(model) else None
         self.adapters: dict[str, str] = dict(spec.adapters)
         self.defaults = sampling_defaults(spec.generation_config)
         self.max_context = getattr(model.config, "max_position_embeddings", None)
@@ -217,6 +238,17 @@ class Generator:
     def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]:
         return prompt_token_ids(self.tokenizer, messages)
 
+    def encode_chat_inputs(self, messages: list[dict[str, Any]]) -> tuple[list[int], dict[str, Any]]:
+        """A chat prompt's token ids and the other inputs the model reads with them: for messages
+        with image parts (an image-text model's), each image expanded into its tokens, its pixel
+        values and the sequence extras (image_inputs.py); for text, none."""
+        if self.processor is None or not any(image_parts(m.get("content")) for m in messages):
+            return self.encode_chat(messages), {}
+        images = message_images(messages)
+        encoded = encode(self.processor, messages, generation_prompt=True, images=images)
+        extras = {key: [value] for key, value in encoded.items() if key != "input_ids"}
+        return encoded["input_ids"], {**extras, **pixel_inputs(self.processor, images)}
+
     def check_length(self, prompt_ids: list[int], params: SamplingParams) -> None:
         asked = len(prompt_ids) + params.max_tokens
         if self.max_context and asked > self.max_context:
@@ -244,7 +276,8 @@ class Generator:
             config.temperature, config.top_p, config.top_k = 1.0, 1.0, 50
         return config
 
-    def _run(self, prompt_ids: list[int], params: SamplingParams, model_name: str, streamer, cancel) -> None:
+    def _run(self, prompt_ids: list[int], params: SamplingParams, model_name: str, streamer, cancel,
+             extras: dict[str, Any] | None = None) -> None:
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -269,6 +302,7 @@ class Generator:
                     generation_config=self._generation_config(params),
                     streamer=streamer,
                     stopping_criteria=StoppingCriteriaList([Cancelled()]),
+                    **model_extras(extras, device, dtype=next(self.model.parameters()).dtype),
                 )
                 with torch.inference_mode():
                     if not self.adapters:
@@ -284,14 +318,16 @@ class Generator:
         finally:
             streamer.end()
 
-    def generate(self, prompt_ids: list[int], params: SamplingParams, model_name: str, outcome: Outcome) -> Iterator[str]:
+    def generate(self, prompt_ids: list[int], params: SamplingParams, model_name: str, outcome: Outcome,
+                 extras: dict[str, Any] | None = None) -> Iterator[str]:
         """Yield the completion's text as it grows; `outcome` holds the counts and finish reason at the end.
 
         Stop strings are cut out as vLLM does (the text ends before the stop string); text that could
         be the start of a stop string, or of a multi-byte character, is held back until it is not.
         """
         streamer, cancel = _TokenQueue(), threading.Event()
-        worker = threading.Thread(target=self._run, args=(prompt_ids, params, model_name, streamer, cancel), daemon=True)
+        worker = threading.Thread(target=self._run, args=(prompt_ids, params, model_name, streamer, cancel, extras),
+                                  daemon=True)
         worker.start()
         token_ids: list[int] = []
         sent = 0

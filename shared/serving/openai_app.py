@@ -23,6 +23,7 @@ from werkzeug.exceptions import HTTPException
 
 from shared import json_values, reasons
 from shared.errors import TrainerError, ValidationFailed
+from shared.images import content_faults
 from shared.reasons import SERVING_KEY_REQUIRED
 from shared.serving.generation import Generator, Outcome, SamplingParams
 
@@ -184,13 +185,13 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     def chat_completions():
         started, body = time.monotonic(), _body()
         model = generator.check_model(body.get("model"))
-        messages = _messages(body.get("messages"))
-        prompt_ids = generator.encode_chat(messages)
+        messages = _messages(body.get("messages"), images=generator.processor is not None)
+        prompt_ids, extras = generator.encode_chat_inputs(messages)
         params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model}
         if params.n > 1 or body.get("return_token_ids"):
             return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=True))
-        pieces = generator.generate(prompt_ids, params, model, outcome)
+        pieces = generator.generate(prompt_ids, params, model, outcome, extras)
         if body.get("stream"):
             def chunk(text: str | None, finish: str | None) -> dict[str, Any]:
                 delta = {"role": "assistant", "content": ""} if text is None else ({"content": text} if text else {})
@@ -229,8 +230,10 @@ def _many(generator: Generator, head: dict, body: dict, prompt_ids: list[int], p
     return {**head, "object": "chat.completion" if chat else "text_completion", "choices": choices, "usage": usage}
 
 
-def _messages(raw: Any) -> list[dict[str, str]]:
-    """Chat messages with string content (a list of text parts is joined, as vLLM does for text models)."""
+def _messages(raw: Any, *, images: bool = False) -> list[dict[str, Any]]:
+    """Chat messages with string content (a list of text parts is joined, as vLLM does for text
+    models); for a model that reads `images`, content lists of text and image_url parts are kept
+    as they are, every image decoded and bounded (shared/images.py), a fault naming its part."""
     if not isinstance(raw, list) or not raw:
         raise ValidationFailed("messages must be a non-empty list", details={"param": "messages"})
     messages = []
@@ -238,6 +241,13 @@ def _messages(raw: Any) -> list[dict[str, str]]:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise ValidationFailed(f"messages[{i}] must be an object with a role", details={"param": "messages"})
         content = message.get("content") or ""
+        if images and isinstance(content, list):
+            faults = content_faults(content, f"messages[{i}].content")
+            if faults:
+                where, problem = faults[0]
+                raise ValidationFailed(reasons.request_part_refused(where, problem), details={"param": "messages"})
+            messages.append({"role": message["role"], "content": content})
+            continue
         if isinstance(content, list):
             if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
                 raise ValidationFailed(f"messages[{i}]: this model reads text parts only", details={"param": "messages"})

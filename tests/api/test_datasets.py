@@ -30,7 +30,7 @@ def test_faults_name_line_and_field_and_store_nothing(client, admin):
     assert err["code"] == "invalid"
     assert err["message"] == "dataset line 1, field messages[1].role: must be one of system, user, assistant, tool (and 3 more)"
     faults = err["details"]["faults"]
-    assert {"line": 1, "field": "messages[1].content", "problem": "must be a string"} in faults
+    assert {"line": 1, "field": "messages[1].content", "problem": "must be a string or a list of content parts"} in faults
     assert faults[2]["line"] == 2 and faults[2]["field"] == "(line)"
     assert faults[3] == {"line": 3, "field": "(row)", "problem": "needs messages, or prompt and completion, or prompt"}
     assert client.get("/v1/datasets", headers=admin).json["items"] == []

@@ -58,3 +58,21 @@ def test_bad_input_sentences():
         "the serving process of endpoint ep-1 failed to answer: out of memory")
     assert reasons.ENDPOINT_NAME_DOTS == "may not be `.` or `..`, which a URL path reads as a step, not a name"
     assert reasons.WORKLOAD_RULE == "workload must be 1 to 64 letters, digits or `_.-`"
+
+
+def test_image_text_sentences():
+    assert reasons.dataset_modality_refused(dataset="ds-1", model="builtin/tiny-qwen3",
+                                            dataset_modality="image-text") == (
+        "dataset ds-1 holds images, and model builtin/tiny-qwen3 is a text model that cannot read them")
+    assert reasons.dataset_modality_refused(dataset="ds-2", model="builtin/tiny-gemma3-vision",
+                                            dataset_modality="text") == (
+        "dataset ds-2 holds no images, and model builtin/tiny-gemma3-vision is an image-text model "
+        "that trains on rows with images")
+    assert reasons.image_row_too_long(line=3, tokens=600, max_length=512) == (
+        "dataset line 3: the row is 600 tokens with its images, longer than maxSeqLength 512; "
+        "a row with images is never cut, since an image would lose its tokens")
+    assert reasons.IMAGE_ROWS_ARE_CHAT == (
+        "rows with images train as chat messages; this dataset's rows are prompt and completion rows")
+    assert reasons.IMAGE_ROWS_NOT_PACKED == "packing does not take rows with images; train this dataset with packing off"
+    assert reasons.request_part_refused("messages[0].content[1].image_url.url", "is not valid base64") == (
+        "messages[0].content[1].image_url.url is not valid base64")

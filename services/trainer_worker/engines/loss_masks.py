@@ -44,17 +44,24 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return same
 
 
-def chat_row(tokenizer, messages: list[dict[str, Any]], *, train_on_prompt: bool = False) -> dict[str, list[int]]:
-    """`input_ids` of the whole conversation and `assistant_masks` (1 where the loss is taken)."""
-    whole = conversation_ids(tokenizer, messages)
+def chat_row(tokenizer, messages: list[dict[str, Any]], *, train_on_prompt: bool = False,
+             conversation=None, prompt=None) -> dict[str, list[int]]:
+    """`input_ids` of the whole conversation and `assistant_masks` (1 where the loss is taken).
+
+    `conversation(messages)` and `prompt(messages)` tokenize a conversation without and with the
+    generation prompt (by default `conversation_ids` and `prompt_token_ids` over the tokenizer; an
+    image-text row passes its processor's, which expand each image into its tokens: image_rows.py)."""
+    conversation = conversation or (lambda ms: conversation_ids(tokenizer, ms))
+    prompt = prompt or (lambda ms: prompt_token_ids(tokenizer, ms))
+    whole = conversation(messages)
     if train_on_prompt:
         return {"input_ids": whole, "assistant_masks": [1] * len(whole)}
     mask = [0] * len(whole)
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
-        start = common_prefix(prompt_token_ids(tokenizer, messages[:i]), whole) if i else 0
-        end = common_prefix(conversation_ids(tokenizer, messages[: i + 1]), whole)
+        start = common_prefix(prompt(messages[:i]), whole) if i else 0
+        end = common_prefix(conversation(messages[: i + 1]), whole)
         for position in range(start, end):
             mask[position] = 1
     return {"input_ids": whole, "assistant_masks": mask}

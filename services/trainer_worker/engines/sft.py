@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult
+from services.trainer_worker.engines.image_rows import IMAGE_DATA, ImageTextCollator, has_images, image_rows
 from services.trainer_worker.engines.kit import (
     NEVER,
     ReporterCallback,
@@ -42,10 +43,12 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
-from services.trainer_worker.engines.loss_masks import chat_row, completion_row, trained_tokens
+from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, completion_row, trained_tokens
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
+from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import ValidationFailed
+from shared.models import load_processor
 
 
 def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
@@ -138,6 +141,13 @@ def tokenized(rows: list[dict[str, Any]], tokenizer, *, train_on_prompt: bool,
     return rows
 
 
+def with_images(processor, path: Path, rows: list[dict[str, Any]], train_on_prompt: bool,
+                max_length: int) -> list[dict[str, Any]]:
+    """Rows with images tokenized by the model's processor, labelled (image_rows.py)."""
+    lines = [row.line for row in read_rows(path)]
+    return image_rows(processor, rows, train_on_prompt=train_on_prompt, max_length=max_length, lines=lines)
+
+
 def packed(rows: list[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
     return pack([labelled(row) for row in rows], max_length)
 
@@ -149,6 +159,11 @@ def loss_phrase(rows: list[dict[str, Any]], *, train_on_prompt: bool) -> str:
     if rows and "assistant_masks" in rows[0]:
         total = sum(len(row["input_ids"]) for row in rows)
         return f"the loss over the assistant turns ({sum(map(trained_tokens, rows))} of {total} tokens)"
+    if rows and IMAGE_DATA in rows[0]:
+        total = sum(len(row["input_ids"]) for row in rows)
+        trained = sum(label != IGNORED for row in rows for label in row["labels"])
+        images = sum(len(row[IMAGE_DATA]) for row in rows)
+        return f"the loss over the assistant turns ({trained} of {total} tokens, {images} images)"
     return "the loss over the completions"
 
 
@@ -171,9 +186,21 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     args = sft_config(job)
     train_on_prompt = bool(setting(plan, "hyperparameters", "trainOnPrompt"))
     packing = bool(setting(plan, "hyperparameters", "packing"))
-    rows = tokenized(load_rows(job.dataset_path), tokenizer, train_on_prompt=train_on_prompt, every_format=packing)
-    validation_rows = (tokenized(load_rows(job.validation_path), tokenizer, train_on_prompt=train_on_prompt,
-                                 every_format=packing) if job.validation_path else None)
+    raw_rows = load_rows(job.dataset_path)
+    collator = PackedCollator(tokenizer.pad_token_id) if packing else None
+    if has_images(raw_rows):  # an image-text dataset (the resolver matched it to an image-text model)
+        if packing:
+            raise ValidationFailed(reasons.IMAGE_ROWS_NOT_PACKED, details={"field": "hyperparameters.packing"})
+        processor = load_processor(job.model_dir)
+        rows = with_images(processor, job.dataset_path, raw_rows, train_on_prompt, args.max_length)
+        validation_rows = (with_images(processor, job.validation_path, load_rows(job.validation_path),
+                                       train_on_prompt, args.max_length) if job.validation_path else None)
+        collator = ImageTextCollator(processor)
+        args.remove_unused_columns = False  # the collator reads the images' column
+    else:
+        rows = tokenized(raw_rows, tokenizer, train_on_prompt=train_on_prompt, every_format=packing)
+        validation_rows = (tokenized(load_rows(job.validation_path), tokenizer, train_on_prompt=train_on_prompt,
+                                     every_format=packing) if job.validation_path else None)
     if packing:
         dataset = Dataset.from_list(packed(rows, args.max_length))
         validation = Dataset.from_list(packed(validation_rows, args.max_length)) if validation_rows else None
@@ -189,7 +216,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         train_dataset=dataset,
         eval_dataset=validation,
         processing_class=tokenizer,
-        data_collator=PackedCollator(tokenizer.pad_token_id) if packing else None,
+        data_collator=collator,
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
     ))

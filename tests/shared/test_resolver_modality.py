@@ -1,0 +1,75 @@
+"""The modality of a dataset and of a model must agree (issue 17): an image-text dataset is refused
+for a text model and a text dataset for an image-text model, with a plain sentence, through
+`resolve` and POST /v1/runs alike; the engines that declare image-text train it."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from services.api.app import create_app
+from shared import engines, reasons
+from shared.config import Node, Pool
+from shared.errors import Unprocessable
+from shared.resolver import resolve, startable_runs
+from shared.tiny_models import builtin_facts
+from shared.tiny_vision_model import SAMPLE_DATASET
+from tests.conftest import ADMIN_TOKEN, make_config
+
+CPU_POOL = Pool("default", (Node("local", "cpu", 2),))
+TEXT_MODEL = {"id": "builtin/tiny-qwen3", **builtin_facts("tiny-qwen3")}
+VISION_MODEL = {"id": "builtin/tiny-gemma3-vision", **builtin_facts("tiny-gemma3-vision")}
+PLAN = {"method": "sft", "dataset": "ds-rows", "precision": "fp32", "execution": {"gpus": 1}}
+HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+TEXT_ROWS = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n' * 8
+
+
+def test_each_modality_trains_only_on_its_own_rows():
+    assert resolve(PLAN, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
+                   dataset_modality="image-text").name == "sft-single"
+    assert resolve(PLAN, model=TEXT_MODEL, pool=CPU_POOL, dataset_format="chat", dataset_modality="text").name == (
+        "sft-single")
+    for model, modality in ((TEXT_MODEL, "image-text"), (VISION_MODEL, "text")):
+        with pytest.raises(Unprocessable) as refused:
+            resolve(PLAN, model=model, pool=CPU_POOL, dataset_format="chat", dataset_modality=modality)
+        assert refused.value.message == reasons.dataset_modality_refused(dataset="ds-rows", model=model["id"],
+                                                                         dataset_modality=modality)
+        assert refused.value.details["field"] == "dataset"
+
+
+def test_startable_runs_of_the_image_text_model_are_those_of_the_engines_declaring_it():
+    declared = {spec.name for spec in engines.ENGINES if "image-text" in spec.modalities}
+    rows = startable_runs(VISION_MODEL, [CPU_POOL])
+    assert rows and {r["engine"] for r in rows} == declared
+
+
+def test_a_run_over_the_wrong_modality_is_refused_at_submission(redis_url, key_prefix, shared_artifacts):
+    config = make_config(redis_url, key_prefix, shared_artifacts, extra_catalog=[
+        {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}])
+    client = create_app(config).test_client()
+
+    def upload(data: bytes) -> dict:
+        resp = client.post("/v1/datasets", headers=HEADERS, data={"file": (io.BytesIO(data), "d.jsonl")})
+        assert resp.status_code == 201, resp.json
+        return resp.json
+
+    pictures, text = upload(SAMPLE_DATASET.read_bytes()), upload(TEXT_ROWS)
+    assert (pictures["modality"], pictures["rows"], text["modality"]) == ("image-text", 64, "text")
+    for model, dataset, sentence in (
+        ("builtin/tiny-qwen3", pictures,
+         f"dataset {pictures['id']} holds images, and model builtin/tiny-qwen3 is a text model that cannot read them"),
+        ("builtin/tiny-gemma3-vision", text,
+         f"dataset {text['id']} holds no images, and model builtin/tiny-gemma3-vision is an image-text model "
+         "that trains on rows with images"),
+    ):
+        resp = client.post("/v1/runs", headers=HEADERS,
+                           json={"method": "sft", "model": model, "dataset": dataset["id"]})
+        assert resp.status_code == 422, resp.json
+        assert resp.json["error"]["message"] == sentence
+    runs = client.get("/v1/runs", headers=HEADERS).json["items"]
+    assert runs == []
+    accepted = client.post("/v1/runs", headers=HEADERS, json={"method": "sft", "model": "builtin/tiny-gemma3-vision",
+                                                               "dataset": pictures["id"], "precision": "fp32"})
+    assert accepted.status_code == 201, accepted.json
+    assert accepted.json["engine"] == "sft-single"
