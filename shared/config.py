@@ -134,7 +134,6 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 2}}]}},
     "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"},
                 {"id": "builtin/small-qwen3", "builtin": "small-qwen3"},
-
                 {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}],
     "tokens": [],
 }
