@@ -20,6 +20,7 @@ from shared.config import Pool
 from shared.datasets import FORMATS
 from shared.engines import ALL_RESTORES, RESTORE_NONE, EngineSpec
 from shared.errors import Unprocessable, ValidationFailed
+from shared.gpu_share import rollout_server_gib
 from shared.plans import AdapterSchema, HyperparametersSchema, plan_default
 
 
@@ -174,6 +175,9 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #                    microBatch x seq x hidden x activation bytes x (layers + 16); and the logits
 #                    and their gradient in fp32: microBatch x seq x vocab x 4 x 2
 #   runtime          0.5 GiB for the CUDA context, allocator slack and communication buffers
+#   rollout server   grpo only: the serving process beside the trainer on each GPU, with its own
+#                    copy of the base weights, the KV cache of its rank's completions at full length
+#                    and its runtime (shared/gpu_share.py `rollout_server_gib`)
 # Shapes come from the catalog entry when it gives them (hiddenSize, layers, vocabSize), else from
 # the parameter count of a typical decoder (Llama/Qwen-like): parameters ~ 12 x layers x hidden^2
 # with layers ~ hidden / 128, so hidden ~ (parameters x 128 / 12)^(1/3); vocab ~ 32 x hidden.
@@ -236,7 +240,10 @@ def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded:
         weights, adapter = weights / gpus + gathered_unit_bytes(model, precision), adapter / gpus
     activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)
     logits = micro_batch * seq * vocab * 4 * 2
-    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB
+    # grpo: the rollout server beside the trainer on each GPU (its own base weights, its KV cache)
+    server = (rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
+              if plan["method"] == "grpo" else 0.0)
+    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB + server
 
 
 def gathered_unit_bytes(model: dict[str, Any], precision: str) -> float:
