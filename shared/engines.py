@@ -28,6 +28,10 @@ class EngineSpec:
     restores: tuple[str, ...] = (RESTORE_NONE,)
     dataset_formats: frozenset[str] = frozenset({"chat", "completion"})
     modalities: frozenset[str] = frozenset({"text"})
+    # Each device holds only its shard of the base weights, the adapter and its optimizer state
+    # (FSDP2), instead of a whole copy (DDP): the resolver picks such an engine only when the plan's
+    # memory estimate fits the GPUs sharded but not whole (shared/resolver.py).
+    shards_weights: bool = False
 
     def trains(self, *, method: str, gpus: int, precision: str, kl: bool, restore: str,
                device_kind: str) -> bool:
@@ -60,6 +64,17 @@ ENGINES: tuple[EngineSpec, ...] = (
         gpu_counts=(2, 4, 8),
         precisions=frozenset({"fp32", "bf16", "fp16"}),
         restores=ALL_RESTORES,
+    ),
+    # The same SFT sharded with FSDP2 (torch's fully_shard, through accelerate): for a model that
+    # does not fit one GPU whole. gloo between CPU slots, NCCL between GPUs (engines/sharding.py);
+    # its training state is a sharded torch.distributed.checkpoint (snapshots.SHARDED_TRAINING_STATE_FORMAT).
+    EngineSpec(
+        name="sft-fsdp",
+        method="sft",
+        gpu_counts=(2, 4, 8),
+        precisions=frozenset({"fp32", "bf16", "fp16"}),
+        restores=ALL_RESTORES,
+        shards_weights=True,
     ),
     # TRL GRPOTrainer + PEFT LoRA in one process; rollouts from a serving process next to it that
     # is handed only the adapter after each update (services/trainer_worker/engines/grpo.py).

@@ -5,8 +5,9 @@ shared/engines.py at each call. `startable_runs` lists every combination a model
 `resolve` itself, pool by pool, for a plan at the schema's defaults, so `base-models get MODEL`
 and the resolver never disagree.
 
-It also refuses a plan that would not fit the GPU memory of any node that could take it
-(`training_memory_gib`, below, says how that is estimated).
+Of the engines that train a plan, it picks the first (whole copies, DDP, before shards, FSDP2)
+whose memory estimate fits the GPUs of a node that could take it, and refuses a plan that no
+engine fits (`training_memory_gib`, below, says how that is estimated).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from shared.config import Pool
 from shared.datasets import FORMATS
 from shared.engines import ALL_RESTORES, RESTORE_NONE, EngineSpec
 from shared.errors import Unprocessable, ValidationFailed
+from shared.gpu_share import rollout_server_gib
 from shared.plans import AdapterSchema, HyperparametersSchema, plan_default
 
 
@@ -85,26 +87,24 @@ def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool,
             reasons.precision_unsupported(precision=precision, model=model["id"], supported=model["precisions"]),
             details={"field": "precision"},
         )
-    _refuse_if_it_cannot_fit(plan, model=model, pool=pool)
     kinds = _device_kinds(pool, gpus)
-    for spec in engines.ENGINES:
-        if gpus not in model["gpuCounts"] or model["modality"] not in spec.modalities:
-            continue
-        if dataset_format is not None and dataset_format not in spec.dataset_formats:
-            continue
-        if any(
-            spec.trains(method=plan["method"], gpus=gpus, precision=precision, kl=_kl(plan),
-                        restore=_restore_kind(plan), device_kind=kind)
-            for kind in kinds
-        ):
-            return spec
-    raise Unprocessable(
-        reasons.engine_refused(
-            method=plan["method"],
-            kl_penalty=1.0 if _kl(plan) else 0.0,
-            restores_weights=_restore_kind(plan) == "weights",
-            gpus=gpus,
-        ),
+    capable = [  # every engine that declares it trains this plan, whatever its memory
+        spec for spec in engines.ENGINES
+        if gpus in model["gpuCounts"] and model["modality"] in spec.modalities
+        and (dataset_format is None or dataset_format in spec.dataset_formats)
+        and any(spec.trains(method=plan["method"], gpus=gpus, precision=precision, kl=_kl(plan),
+                            restore=_restore_kind(plan), device_kind=kind) for kind in kinds)
+    ]
+    if not capable:
+        raise _engine_refusal(plan)
+    return _the_one_that_fits(plan, capable, model=model, pool=pool)
+
+
+def _engine_refusal(plan: dict[str, Any]) -> Unprocessable:
+    gpus = plan["execution"]["gpus"]
+    return Unprocessable(
+        reasons.engine_refused(method=plan["method"], kl_penalty=1.0 if _kl(plan) else 0.0,
+                               restores_weights=_restore_kind(plan) == "weights", gpus=gpus),
         details={"method": plan["method"], "gpus": gpus, "restore": _restore_kind(plan)},
     )
 
@@ -169,7 +169,7 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
                 continue
             key = (method, gpus, precision, kl, restore, spec.name)
             if key not in rows:
-                needs = training_memory_gib(plan, model=model)
+                needs = training_memory_gib(plan, model=model, sharded=spec.shards_weights)
                 rows[key] = {"method": method, "gpus": gpus, "precision": precision, "klPenalty": kl,
                              "restore": restore, "engine": spec.name, "pools": [],
                              "memoryGiB": None if needs is None else round(needs, 1)}
@@ -179,7 +179,9 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 
 # --- Will it fit? A plan's memory per GPU, estimated before anything is loaded.
 #
-# Per GPU (every DDP rank holds a whole copy of the model and adapter):
+# Per GPU (every DDP rank holds a whole copy of the model and adapter; a sharded engine's ranks
+# hold 1/gpus of the weights, adapter, gradients and optimizer state, plus the two layers FSDP2
+# gathers whole at a time, `gathered_unit_bytes`):
 #   base weights     parameters x bytes of the precision (fp32 4, bf16/fp16 2); frozen, no grads
 #   LoRA adapter     trainable parameters x 16 bytes: the fp32 weight, its fp32 gradient and
 #                    Adam's two fp32 moments (PEFT keeps adapters in fp32 under bf16/fp16 autocast)
@@ -188,6 +190,9 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #                    microBatch x seq x hidden x activation bytes x (layers + 16); and the logits
 #                    and their gradient in fp32: microBatch x seq x vocab x 4 x 2
 #   runtime          0.5 GiB for the CUDA context, allocator slack and communication buffers
+#   rollout server   grpo only: the serving process beside the trainer on each GPU, with its own
+#                    copy of the base weights, the KV cache of its rank's completions at full length
+#                    and its runtime (shared/gpu_share.py `rollout_server_gib`)
 # Shapes come from the catalog entry when it gives them (hiddenSize, layers, vocabSize), else from
 # the parameter count of a typical decoder (Llama/Qwen-like): parameters ~ 12 x layers x hidden^2
 # with layers ~ hidden / 128, so hidden ~ (parameters x 128 / 12)^(1/3); vocab ~ 32 x hidden.
@@ -207,6 +212,7 @@ LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
 OTHER_MODULE_WIDTH = 2.0
 RECOMPUTED_LAYER_TENSORS = 16
 RUNTIME_GIB = 0.5
+GATHERED_LAYERS = 2  # FSDP2: the layer being computed and the one prefetched
 
 
 def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
@@ -228,8 +234,9 @@ def lora_parameters(adapter: dict[str, Any], *, hidden: int, layers: int) -> int
     return int(int(adapter.get("rank") or plan_default("adapter", "rank")) * layers * width * hidden)
 
 
-def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float | None:
-    """About how many GiB each GPU needs to train `plan` (None when the model's size is unknown)."""
+def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False) -> float | None:
+    """About how many GiB each GPU needs to train `plan` (None when the model's size is unknown):
+    every GPU with a whole copy of the model (DDP, one GPU), or `sharded` across the plan's GPUs (FSDP2)."""
     if not model.get("parameters"):
         return None
     precision = plan["precision"]
@@ -244,20 +251,53 @@ def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any]) -> float
     seq = hyper("maxSeqLength")
     weights = float(model["parameters"]) * BYTES_PER_PARAMETER[precision]
     adapter = lora_parameters(plan.get("adapter") or {}, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
+    if sharded:
+        weights, adapter = weights / gpus + gathered_unit_bytes(model, precision), adapter / gpus
     activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)
     logits = micro_batch * seq * vocab * 4 * 2
-    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB
+    # grpo: the rollout server beside the trainer on each GPU (its own base weights, its KV cache)
+    server = (rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
+              if plan["method"] == "grpo" else 0.0)
+    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB + server
 
 
-def _refuse_if_it_cannot_fit(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> None:
+def gathered_unit_bytes(model: dict[str, Any], precision: str) -> float:
+    """What FSDP2 holds whole besides each GPU's shards: the unit it all-gathers for the layer it
+    computes and the one it prefetches (two decoder layers), or the embedding unit when that is
+    larger (with tied embeddings the head shares it)."""
+    hidden, layers, vocab = model_shape(model)
+    embedding = float(vocab * hidden)
+    per_layer = max(0.0, float(model["parameters"]) - embedding) / layers
+    return max(GATHERED_LAYERS * per_layer, embedding) * BYTES_PER_PARAMETER[precision]
+
+
+def _largest_memory(plan: dict[str, Any], pool: Pool) -> tuple[float | None, list[float]]:
+    """The most memory per GPU of a node that could take the plan (None: some such node has unknown
+    memory, so anything might fit), and the memories of those nodes."""
     gpus = plan["execution"]["gpus"]
     memories = [n.memory_gib for n in pool.nodes if n.device_count >= gpus]
     if not memories or any(m is None for m in memories):
-        return  # a node that could take it has unknown memory: it might fit
-    needs = training_memory_gib(plan, model=model)
-    largest = max(float(m) for m in memories)
-    if needs is None or needs <= largest:
-        return
+        return None, []
+    return max(float(m) for m in memories), [float(m) for m in memories]
+
+
+def _the_one_that_fits(plan: dict[str, Any], capable: list[EngineSpec], *, model: dict[str, Any],
+                       pool: Pool) -> EngineSpec:
+    """Whole copies (one GPU, DDP) when the memory estimate fits a node that could take the plan (or
+    its memory is unknown); shards (FSDP2) only when whole copies do not fit and shards do; else
+    refused with what the leanest engine that trains the plan would need."""
+    whole = [spec for spec in capable if not spec.shards_weights]
+    sharded = [spec for spec in capable if spec.shards_weights]
+    largest, memories = _largest_memory(plan, pool)
+    needs_whole = training_memory_gib(plan, model=model)
+    if largest is None or needs_whole is None or needs_whole <= largest:
+        if whole:
+            return whole[0]
+        raise _engine_refusal(plan)  # only shards train it, and whole copies fit: it trains no way
+    needs_sharded = training_memory_gib(plan, model=model, sharded=True)
+    if sharded and needs_sharded <= largest:
+        return sharded[0]
+    needs = needs_sharded if sharded else needs_whole
     raise Unprocessable(
         reasons.memory_exceeded(model=model["id"], needs_gib=needs, precision=plan["precision"], pool=pool.name,
                                 has_gib=largest, uniform=len(set(memories)) == 1),

@@ -8,6 +8,9 @@ A layout-2 snapshot directory:
     adapter/            adapter_config.json + adapter_model.safetensors (PEFT, loadable as is)
     training_state/     the Hugging Face Trainer checkpoint minus the adapter: optimizer.pt,
                         scheduler.pt, rng_state*.pth, trainer_state.json, training_args.bin, ...
+                        (format "hf-trainer"); for a sharded engine (sft-fsdp) the adapter's and
+                        the optimizer's shards as torch.distributed.checkpoint directories
+                        (pytorch_model_fsdp_0/, optimizer_0/: format "hf-trainer-fsdp2-dcp")
 
 A layout-1 directory (release 0.5) is an HF Trainer checkpoint of a PEFT model saved on one GPU,
 adapter files included, plus a snapshot.json without parts; `read_manifest` describes its parts.
@@ -30,6 +33,10 @@ TRAINING_STATE_DIR = "training_state"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 WEIGHTS_FORMAT = "peft-safetensors"
 TRAINING_STATE_FORMAT = "hf-trainer"
+# An HF Trainer checkpoint of an FSDP2 run: scheduler, RNG of every rank and trainer state as in
+# "hf-trainer", the adapter's and optimizer's shards as torch.distributed.checkpoint (DCP) directories
+# (pytorch_model_fsdp_0/, optimizer_0/; a .metadata file and one __R_0.distcp file per rank each).
+SHARDED_TRAINING_STATE_FORMAT = "hf-trainer-fsdp2-dcp"
 
 
 def manifest(*, run_id: str | None, step: int, method: str, engine: str | None, precision: str, model: str | None,
@@ -64,7 +71,7 @@ LAYOUT1_STATE_FILES = ("optimizer.pt", "scheduler.pt", "trainer_state.json")
 # The formats this deployment reads. A DeepSpeed-sharded state ("deepspeed-zero3") is not among
 # them: no engine here restores one, with or without DeepSpeed installed.
 READABLE_WEIGHTS_FORMATS = frozenset({"peft-safetensors", "peft-bin"})
-READABLE_TRAINING_STATE_FORMATS = frozenset({"hf-trainer"})
+READABLE_TRAINING_STATE_FORMATS = frozenset({TRAINING_STATE_FORMAT, SHARDED_TRAINING_STATE_FORMAT})
 
 
 def read_manifest(snapshot_dir: Path) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from shared.gpu_share import batch_invariant_supported
 from shared.load_spec import LoadSpec, sampling_defaults
 from shared.models import PRECISION_DTYPES
 
@@ -108,6 +109,13 @@ class VllmBackend:
     devices: list[str] = field(default_factory=list)  # CUDA devices granted, e.g. ["cuda:0", "cuda:1"]
     executable: str = "vllm"
     name: str = "vllm"
+    # CUDA compute capability of the devices (None: unknown); batch-invariant mode needs 9.0+ (gpu_share)
+    compute_capability: tuple[int, int] | None = None
+    # A rollout server beside a trainer: the share of the GPU it may take and the longest sequence
+    # it serves (gpu_share.gpu_memory_utilization, max_model_len); None: vLLM's defaults (an endpoint
+    # alone on its GPUs)
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
 
     def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None, api_key=None):
         argv = [
@@ -123,13 +131,17 @@ class VllmBackend:
             "--enable-lora",
             "--max-lora-rank", str(vllm_max_lora_rank(spec.adapters)),
         ]
+        if self.gpu_memory_utilization is not None:
+            argv += ["--gpu-memory-utilization", f"{self.gpu_memory_utilization:.2f}"]
+        if self.max_model_len is not None:
+            argv += ["--max-model-len", str(self.max_model_len)]
         if spec.adapters:
             argv += ["--lora-modules", *(f"{name}={path}" for name, path in spec.adapters.items())]
         env = {
             "CUDA_VISIBLE_DEVICES": _cuda_visible(self.devices),
             "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",  # enables /v1/load_lora_adapter and unload
         }
-        if spec.batch_invariant:
+        if spec.batch_invariant and batch_invariant_supported(self.compute_capability):
             env["VLLM_BATCH_INVARIANT"] = "1"
         if api_key:  # vLLM checks it on /v1/*; /health stays open for the probe
             env["VLLM_API_KEY"] = api_key
@@ -140,8 +152,22 @@ def vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def choose_backend(devices: list[str]) -> Backend:
+def cuda_capability(devices: list[str]) -> tuple[int, int] | None:
+    """The compute capability of the first granted CUDA device, as torch reports it (None if unknown).
+    Read in the process that starts the server, where CUDA_VISIBLE_DEVICES is not yet narrowed."""
+    try:
+        import torch
+
+        index = int(devices[0].split(":", 1)[1]) if ":" in devices[0] else 0
+        return tuple(torch.cuda.get_device_capability(index)) if torch.cuda.is_available() else None
+    except (ImportError, RuntimeError, ValueError, AssertionError):
+        return None
+
+
+def choose_backend(devices: list[str], *, gpu_memory_utilization: float | None = None,
+                   max_model_len: int | None = None) -> Backend:
     """vLLM where it can run (installed, and the grant is CUDA GPUs); the built-in server otherwise."""
     if _is_cuda(devices) and vllm_installed():
-        return VllmBackend(devices=list(devices))
+        return VllmBackend(devices=list(devices), compute_capability=cuda_capability(devices),
+                           gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len)
     return BuiltinBackend(devices=list(devices))

@@ -45,11 +45,13 @@ def test_a_model_too_large_for_a_pool_is_not_listed_for_it_and_is_refused_there(
              "gpu80": {"nodes": [{"name": "g80", "devices": {"kind": "cuda", "count": 2, "memoryGiB": 80}}]}}
     client = create_app(make_config(redis_url, key_prefix, shared_artifacts, pools=pools)).test_client()
     model = client.get("/v1/base-models/Qwen/Qwen3-8B", headers=admin).json
-    rows = {(r["method"], r["gpus"], r["klPenalty"], r["restore"]): r for r in model["startableRuns"]}
-    one = rows["sft", 1, False, "none"]
-    assert one["pools"] == ["default", "gpu80"] and one["engine"] == "sft-single" and 20 < one["memoryGiB"] < 25
-    assert all("gpu16" not in r["pools"] for r in rows.values())
-    assert ("sft", 4, False, "none") not in rows  # no node of 4+ GPUs that it fits (or of unknown memory)
+    rows = {(r["method"], r["gpus"], r["klPenalty"], r["restore"], r["engine"]): r for r in model["startableRuns"]}
+    one = rows["sft", 1, False, "none", "sft-single"]
+    assert one["pools"] == ["default", "gpu80"] and 20 < one["memoryGiB"] < 25
+    # on 16 GiB GPUs it fits only sharded: sft-fsdp on 2 GPUs or more, nothing else
+    assert {key[4] for key, r in rows.items() if "gpu16" in r["pools"]} == {"sft-fsdp"}
+    assert rows["sft", 4, False, "none", "sft-fsdp"]["pools"] == ["gpu16"]
+    assert ("sft", 4, False, "none", "sft-ddp") not in rows  # no node of 4+ GPUs it fits whole (or unknown memory)
     dataset = client.post("/v1/datasets", headers=admin, data={"file": (io.BytesIO(CHAT_ROWS), "d.jsonl")}).json
     body = {"model": "Qwen/Qwen3-8B", "dataset": dataset["id"], "precision": "bf16", "execution": {"gpus": 1}}
     refused = client.post("/v1/runs", headers=admin, json={**body, "execution": {"gpus": 1, "pool": "gpu16"}})
@@ -60,6 +62,9 @@ def test_a_model_too_large_for_a_pool_is_not_listed_for_it_and_is_refused_there(
     accepted = client.post("/v1/runs", headers=admin, json={**body, "execution": {"gpus": 1, "pool": "gpu80"}})
     assert accepted.status_code == 201, accepted.json
     assert accepted.json["engine"] == one["engine"]
+    sharded = client.post("/v1/runs", headers=admin, json={**body, "execution": {"gpus": 2, "pool": "gpu16"}})
+    assert sharded.status_code == 201, sharded.json
+    assert sharded.json["engine"] == "sft-fsdp"
 
 
 def test_openapi_document_and_docs_page(client):

@@ -16,6 +16,7 @@ from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.catalog import Catalog
 from shared.config import Node, Pool
+from shared.engines import engine
 from shared.errors import Unprocessable
 from shared.plans import PRECISIONS, parse_plan
 from shared.resolver import resolve, startable_assumptions, startable_runs, training_memory_gib
@@ -62,7 +63,7 @@ def assert_list_and_resolver_agree(model: dict, pools: list[Pool]) -> list[dict]
         for pool_name in row["pools"]:
             assert (key, pool_name) not in listed, f"{key} listed twice for pool {pool_name}"
             listed[key, pool_name] = row["engine"]
-        needs = training_memory_gib(PLANS[key], model=model)
+        needs = training_memory_gib(PLANS[key], model=model, sharded=engine(row["engine"]).shards_weights)
         assert row["memoryGiB"] == (None if needs is None else round(needs, 1))
     for (key, plan), pool in product(PLANS.items(), pools):
         answer = _engine_or_refusal(plan, model, pool)
@@ -121,22 +122,28 @@ def test_every_catalog_model_lists_exactly_what_the_resolver_accepts_pool_by_poo
     assert {k: first[k] for k in ("method", "gpus", "klPenalty", "restore", "engine")} == {
         "method": "sft", "gpus": 1, "klPenalty": False, "restore": "none", "engine": "sft-single"}
     assert set(first["pools"]) == set(config.pools) and first["memoryGiB"] < 1  # fits everywhere
-    # 8B in bf16 (~17-22 GiB per GPU at the defaults): never 16 GiB GPUs, 80 GiB ones up to 2 GPUs
+    # 8B in bf16 (~17-22 GiB per GPU whole at the defaults): 80 GiB GPUs up to 2 whole; 16 GiB GPUs
+    # only sharded (sft-fsdp, 2 GPUs or more) and never for grpo, which has no sharded engine
     eight = listed["Qwen/Qwen3-8B"]
-    assert all("gpu16" not in row["pools"] for row in eight)
     assert {row["gpus"] for row in eight if "gpu80" in row["pools"]} == {1, 2}
+    assert all(row["engine"] != "sft-fsdp" for row in eight if "gpu80" in row["pools"])
+    on_16 = [row for row in eight if "gpu16" in row["pools"]]
+    assert {row["engine"] for row in on_16} == {"sft-fsdp"} and {row["gpus"] for row in on_16} == {2, 4, 8}
     # 32B: fp32 (~125 GiB) only on the 141 GiB GPU, and only where memory is unknown otherwise
     fp32 = [row for row in listed["Qwen/Qwen3-32B"] if row["precision"] == "fp32"]
-    assert {p for row in fp32 for p in row["pools"]} == {"default", "big", "mixed"}
-    assert {row["gpus"] for row in fp32 if "mixed" in row["pools"]} == {1}
+    # whole (sft-single, grpo-single); sharded it also fits 2 of the 80 GiB GPUs and 8 of the 24 GiB ones
+    assert {p for row in fp32 if row["engine"] != "sft-fsdp" for p in row["pools"]} == {"default", "big", "mixed"}
+    assert {row["gpus"] for row in fp32 if "mixed" in row["pools"] and row["engine"] != "sft-fsdp"} == {1}
+    assert {(row["gpus"], tuple(row["pools"])) for row in fp32 if row["engine"] == "sft-fsdp"
+            and row["restore"] == "none"} == {(2, ("gpu80",)), (8, ("mixed",))}
 
 
 def test_a_model_too_large_for_a_pool_is_not_listed_there_and_is_refused_with_the_memory_sentence(deployment):
     config, catalog = deployment
     model = catalog.get("Qwen/Qwen3-8B")
     rows = startable_runs(model, [config.pool("gpu16")])
-    assert rows == []
-    plan = PLANS["sft", 1, "bf16", False, "none"]
+    assert {row["engine"] for row in rows} == {"sft-fsdp"}  # whole copies never fit there, shards do
+    plan = PLANS["sft", 1, "bf16", False, "none"]  # one GPU: nothing to shard across
     with pytest.raises(Unprocessable) as refused:
         resolve(plan, model=model, pool=config.pool("gpu16"))
     assert refused.value.message == reasons.memory_exceeded(

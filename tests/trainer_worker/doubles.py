@@ -66,12 +66,12 @@ class RecordingReporter:
 
 def make_job(model_dir: Path, work_dir: Path, *, dataset: Path = SAMPLE_DATASET, devices: int = 1,
              restore: Restore | None = None, every_steps: int | None = 10, run_id: str = "run-test",
-             **hyper) -> TrainingJob:
+             engine: str | None = None, **hyper) -> TrainingJob:
     plan = copy.deepcopy(PLAN)
     plan["hyperparameters"].update(hyper)
     plan["snapshots"]["everySteps"] = every_steps
     plan["execution"] = {"gpus": devices}
-    engine = "sft-single" if devices == 1 else "sft-ddp"
+    engine = engine or ("sft-single" if devices == 1 else "sft-ddp")
     return TrainingJob(run_id, plan, engine, model_dir, dataset, work_dir,
                        [f"cpu:{i}" for i in range(devices)], restore=restore)
 

@@ -41,13 +41,6 @@ def one_slot(model_dir, tmp_path_factory):
     return reporter
 
 
-@pytest.fixture(scope="module")
-def two_slots(model_dir, tmp_path_factory):
-    reporter = RecordingReporter()
-    job = make_job(model_dir, tmp_path_factory.mktemp("two"), maxSteps=MAX_STEPS, every_steps=3, devices=2)
-    return job, reporter, train(job, reporter)
-
-
 def test_two_slots_train_like_one_at_the_same_global_batch(one_slot, two_slots):
     _, two, result = two_slots
     assert result.final_step == MAX_STEPS and not result.stopped_early

@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from shared import reasons, snapshots
 from shared.artifacts import ArtifactRoot, ArtifactStore, join
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
+from shared.engines import engine as declared_engine
 from shared.plans import plan_default
 from shared.snapshots import (
     ADAPTER_DIR,
@@ -119,13 +120,19 @@ def per_device_batch_size(*, global_batch: int, devices: int, gradient_accumulat
     return max(1, global_batch // (devices * gradient_accumulation))
 
 
-def snapshot_manifest(job: TrainingJob, *, step: int,
-                      training_state_format: str | None = snapshots.TRAINING_STATE_FORMAT) -> dict[str, Any]:
+def training_state_format(engine: str) -> str:
+    """The format an engine's HF checkpoints have: sharded DCP under FSDP2, else the plain Trainer's."""
+    if declared_engine(engine).shards_weights:
+        return snapshots.SHARDED_TRAINING_STATE_FORMAT
+    return snapshots.TRAINING_STATE_FORMAT
+
+
+def snapshot_manifest(job: TrainingJob, *, step: int) -> dict[str, Any]:
     plan = job.plan
     return snapshots.manifest(run_id=job.run_id, step=step, method=plan.get("method") or plan_default("method"),
                               engine=job.engine, precision=plan.get("precision") or plan_default("precision"),
                               model=plan.get("model"),
-                              gpus=len(job.devices), training_state_format=training_state_format)
+                              gpus=len(job.devices), training_state_format=training_state_format(job.engine))
 
 
 def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: int) -> tuple[str, dict]:

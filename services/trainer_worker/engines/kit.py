@@ -43,6 +43,7 @@ from services.trainer_worker.engines.base import (
     per_device_batch_size,
     publish_checkpoint_as_snapshot,
 )
+from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, plan_default
@@ -200,7 +201,7 @@ def trainer_arguments(job: TrainingJob) -> dict[str, Any]:
     on_cpu = job.devices[0].startswith("cpu")
     accumulation = int(hyper("gradientAccumulation"))
     max_steps, epochs = hyper("maxSteps"), hyper("epochs")
-    return dict(
+    arguments = dict(
         output_dir=str(job.work_dir / "hf"),
         per_device_train_batch_size=per_device_batch_size(
             global_batch=int(hyper("batchSize")), devices=len(job.devices), gradient_accumulation=accumulation
@@ -227,6 +228,9 @@ def trainer_arguments(job: TrainingJob) -> dict[str, Any]:
         ddp_backend=("gloo" if on_cpu else "nccl") if len(job.devices) > 1 else None,
         ddp_find_unused_parameters=False if len(job.devices) > 1 else None,
     )
+    if shards(job.engine):  # FSDP2 in place of DDP (engines/sharding.py)
+        arguments.update(fsdp_arguments(on_cpu=on_cpu))
+    return arguments
 
 
 # --- Stopping together across ranks
@@ -324,7 +328,10 @@ class ReporterCallback:
             return
         self.reporter.metrics(self.step_point(state, logs))
 
-    def on_save(self, args, state, control, **kwargs):
+    def on_save(self, args, state, control, model=None, **kwargs):
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if shards(self.job.engine):  # every rank: the adapter's shards are gathered
+            write_adapter(model, checkpoint, main=state.is_world_process_zero)
         # The Trainer saves every save_steps, at max_steps and when on_step_end asked for a pause,
         # not when a callback cancelled: a cancelled run keeps its periodic snapshots and writes no
         # final one. Every rank writes its own rng_state_R.pth into the checkpoint with no barrier
@@ -334,7 +341,6 @@ class ReporterCallback:
             return
         step = state.global_step
         final = step >= state.max_steps
-        checkpoint = Path(args.output_dir) / f"checkpoint-{step}"
         key, manifest = publish_checkpoint_as_snapshot(self.job, checkpoint=checkpoint, step=step)
         self.reporter.snapshot(step=step, key=key, directory=self.job.snapshot_dir(step), manifest=manifest,
                                final=final)

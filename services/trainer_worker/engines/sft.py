@@ -1,5 +1,6 @@
 """The SFT engine: TRL's SFTTrainer over a PEFT LoRA adapter. "sft-single" runs it on one device;
-"sft-ddp" runs it in every rank of a multi-device run (engines.distributed), where the stop
+"sft-ddp" runs it in every rank of a multi-device run (engines.distributed), and "sft-fsdp" the
+same with the model sharded across the ranks (engines/sharding.py); there the stop
 decision is rank 0's, broadcast to all ranks, and only rank 0 publishes snapshots.
 
 The Hugging Face Trainer does the training; the parts every engine shares are in kit.py (loading,
@@ -45,6 +46,7 @@ from services.trainer_worker.engines.kit import (
 )
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, completion_row, trained_tokens
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
+from services.trainer_worker.engines.sharding import sharded_trainer, shards
 from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import ValidationFailed
@@ -210,7 +212,8 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
     callback = bind_callback(SftReporterCallback, job, reporter,
                              validate_every=validate_every(plan) if job.validation_path else None)
-    trainer = without_printer(SFTTrainer(
+    trainer_class = sharded_trainer(SFTTrainer) if shards(job.engine) else SFTTrainer
+    trainer = without_printer(trainer_class(
         model=model,
         args=args,
         train_dataset=dataset,

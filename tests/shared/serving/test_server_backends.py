@@ -33,7 +33,8 @@ def test_vllm_command(tmp_path):
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text(json.dumps({"r": 128}))
     spec = LoadSpec.from_dict({**SPEC.to_dict(), "adapters": {"snap-1": str(adapter)}})
-    argv, env = VllmBackend(devices=["cuda:1", "cuda:3"]).command(spec, port=9000, spec_path=Path("/w/spec.json"))
+    argv, env = VllmBackend(devices=["cuda:1", "cuda:3"], compute_capability=(9, 0)).command(
+        spec, port=9000, spec_path=Path("/w/spec.json"))
     assert argv[:3] == ["vllm", "serve", "/models/qwen3-8b"]
     assert "--enable-lora" in argv
     options = {a: argv[i + 1] for i, a in enumerate(argv) if a.startswith("--") and a != "--enable-lora"}
@@ -65,3 +66,19 @@ def test_choose_backend(monkeypatch, devices, installed, expected):
     monkeypatch.setattr(backends, "vllm_installed", lambda: installed)
     chosen = choose_backend(devices)
     assert chosen.name == expected and chosen.devices == devices
+
+
+@pytest.mark.parametrize(("capability", "invariant"), [((9, 0), True), ((10, 0), True), ((8, 9), False),
+                                                       ((8, 0), False), (None, False)])
+def test_batch_invariant_mode_only_on_compute_capability_9_and_above(capability, invariant):
+    _, env = VllmBackend(devices=["cuda:0"], compute_capability=capability).command(SPEC, port=1, spec_path=Path("s"))
+    assert ("VLLM_BATCH_INVARIANT" in env) is invariant and SPEC.batch_invariant
+
+
+def test_a_rollout_server_is_told_its_share_of_the_gpu_and_its_longest_sequence():
+    argv, _ = VllmBackend(devices=["cuda:0"], gpu_memory_utilization=0.37, max_model_len=1088).command(
+        SPEC, port=1, spec_path=Path("s"))
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.37"
+    assert argv[argv.index("--max-model-len") + 1] == "1088"
+    alone, _ = VllmBackend(devices=["cuda:0"]).command(SPEC, port=1, spec_path=Path("s"))
+    assert "--gpu-memory-utilization" not in alone and "--max-model-len" not in alone

@@ -1,0 +1,74 @@
+"""What shares a GPU with a grpo run's trainer, and how the vLLM rollout server is sized to it.
+
+Colocated GRPO puts two processes on each GPU: the trainer (shared/resolver.py
+`training_memory_gib`) and the rollout server, which holds its own copy of the base weights at the
+run's precision and a KV cache for the completions it samples. vLLM by default takes 90% of the
+GPU and so either refuses to start beside a loaded trainer or starves it; here it is told
+`--gpu-memory-utilization` (the fraction the trainer leaves free) and `--max-model-len` (the
+longest sequence a rollout needs), both computed from the plan.
+
+`VLLM_BATCH_INVARIANT=1` is set only where vLLM supports it: compute capability 9.0 and above.
+
+Plain Python, no torch: the API (the resolver) and the worker (the rollout server) both use it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from shared.plans import plan_default
+
+GIB = 1024**3
+BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2}
+KV_WIDTH_OF_HIDDEN = 0.25  # grouped KV heads: a quarter of hidden (as the resolver's LoRA widths assume)
+SERVER_RUNTIME_GIB = 0.75  # vLLM's CUDA context, CUDA graphs and sampler buffers, about
+BATCH_INVARIANT_MIN_CAPABILITY = (9, 0)  # vLLM's batch-invariant kernels need Hopper or newer
+UTILIZATION_STEP = 0.01  # --gpu-memory-utilization is rounded down to this
+
+
+def _grpo(plan: dict[str, Any], name: str) -> int:
+    value = (plan.get("grpo") or {}).get(name)
+    return int(value if value is not None else plan_default("grpo", name))
+
+
+def max_model_len(plan: dict[str, Any]) -> int:
+    """The longest sequence a rollout needs: the prompt (at most maxSeqLength) and its completion."""
+    hp = plan.get("hyperparameters") or {}
+    prompt = int(hp.get("maxSeqLength") or plan_default("hyperparameters", "maxSeqLength"))
+    return prompt + _grpo(plan, "maxCompletionLength")
+
+
+def kv_cache_bytes(plan: dict[str, Any], *, hidden: int, layers: int, sequences: int) -> float:
+    """Keys and values of `sequences` full-length rollouts: 2 x layers x KV width x bytes per token."""
+    per_token = 2 * layers * hidden * KV_WIDTH_OF_HIDDEN * BYTES_PER_PARAMETER[plan["precision"]]
+    return float(sequences * max_model_len(plan) * per_token)
+
+
+def rollout_server_gib(plan: dict[str, Any], *, parameters: float, hidden: int, layers: int) -> float:
+    """What one GPU's rollout server needs: the base weights, the KV cache of the completions its
+    rank samples at once (its share of the global batch), its runtime."""
+    gpus = int((plan.get("execution") or {}).get("gpus") or 1)
+    hp = plan.get("hyperparameters") or {}
+    batch = int(hp.get("batchSize") or plan_default("hyperparameters", "batchSize"))
+    sequences = max(1, batch // gpus)  # completions per rank per step (numGenerations per prompt among them)
+    weights = parameters * BYTES_PER_PARAMETER[plan["precision"]]
+    kv = kv_cache_bytes(plan, hidden=hidden, layers=layers, sequences=sequences)
+    return (weights + kv) / GIB + SERVER_RUNTIME_GIB
+
+
+def gpu_memory_utilization(*, device_gib: float, trainer_gib: float, server_gib: float) -> float:
+    """vLLM's `--gpu-memory-utilization`: the share of the GPU the trainer leaves free, rounded down;
+    a ValueError when that is less than the server needs (the resolver refuses such plans first)."""
+    free = (device_gib - trainer_gib) / device_gib
+    share = math.floor(free / UTILIZATION_STEP + 1e-9) * UTILIZATION_STEP
+    if share * device_gib < server_gib:
+        raise ValueError(f"the trainer leaves {free * device_gib:.1f} GiB of {device_gib:.1f} GiB free, "
+                         f"and the rollout server needs {server_gib:.1f} GiB")
+    return round(share, 2)
+
+
+def batch_invariant_supported(capability: tuple[int, int] | None) -> bool:
+    """Whether vLLM's batch-invariant mode runs on a device of this CUDA compute capability
+    (None: not known, so not asked for)."""
+    return capability is not None and tuple(capability) >= BATCH_INVARIANT_MIN_CAPABILITY
