@@ -32,11 +32,13 @@ def _grpo(plan: dict[str, Any], name: str) -> int:
     return int(value if value is not None else plan_default("grpo", name))
 
 
-def max_model_len(plan: dict[str, Any]) -> int:
-    """The longest sequence a rollout needs: the prompt (at most maxSeqLength) and its completion."""
+def max_model_len(plan: dict[str, Any], *, max_positions: int | None = None) -> int:
+    """The longest sequence a rollout needs: the prompt (at most maxSeqLength) and its completion,
+    bounded by the model's `max_positions` (its config's max_position_embeddings) when known."""
     hp = plan.get("hyperparameters") or {}
     prompt = int(hp.get("maxSeqLength") or plan_default("hyperparameters", "maxSeqLength"))
-    return prompt + _grpo(plan, "maxCompletionLength")
+    longest = prompt + _grpo(plan, "maxCompletionLength")
+    return min(longest, int(max_positions)) if max_positions else longest
 
 
 def kv_cache_bytes(plan: dict[str, Any], *, hidden: int, layers: int, sequences: int) -> float:

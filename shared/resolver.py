@@ -236,7 +236,17 @@ def lora_parameters(adapter: dict[str, Any], *, hidden: int, layers: int) -> int
 
 def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False) -> float | None:
     """About how many GiB each GPU needs to train `plan` (None when the model's size is unknown):
-    every GPU with a whole copy of the model (DDP, one GPU), or `sharded` across the plan's GPUs (FSDP2)."""
+    every GPU with a whole copy of the model (DDP, one GPU), or `sharded` across the plan's GPUs (FSDP2).
+    A grpo plan's GPUs also hold the rollout server (shared/gpu_share.py)."""
+    trainer = trainer_memory_gib(plan, model=model, sharded=sharded)
+    if trainer is None or plan["method"] != "grpo":
+        return trainer
+    hidden, layers, _ = model_shape(model)
+    return trainer + rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
+
+
+def trainer_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False) -> float | None:
+    """What the training process alone needs on each GPU (the rollout server beside it not counted)."""
     if not model.get("parameters"):
         return None
     precision = plan["precision"]
@@ -255,10 +265,7 @@ def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded:
         weights, adapter = weights / gpus + gathered_unit_bytes(model, precision), adapter / gpus
     activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)
     logits = micro_batch * seq * vocab * 4 * 2
-    # grpo: the rollout server beside the trainer on each GPU (its own base weights, its KV cache)
-    server = (rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
-              if plan["method"] == "grpo" else 0.0)
-    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB + server
+    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB
 
 
 def gathered_unit_bytes(model: dict[str, Any], precision: str) -> float:

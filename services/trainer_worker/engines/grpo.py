@@ -322,7 +322,7 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
                              reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
     server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
-                           devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job))
+                           devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job), plan=plan)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed)
     trainer = without_printer(GRPOTrainer(

@@ -67,6 +67,7 @@ class RolloutServer:
     handed_step: int | None = None  # the optimizer step whose adapter the server holds
     # its secret: the server answers only requests that carry it (nobody else on the node can sample)
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    plan: dict[str, Any] | None = None  # the run's plan: sizes vLLM beside the trainer (rollout_sizes.py)
 
     @property
     def base_url(self) -> str:
@@ -82,14 +83,14 @@ class RolloutServer:
 
     def start(self, peft_model, *, step: int) -> RolloutServer:
         """Start the process with the adapter of `step` already loaded, and wait until it answers."""
-        from shared.serving.backends import choose_backend
+        from services.trainer_worker.engines.rollout_sizes import base_parameters
 
         self.work_dir.mkdir(parents=True, exist_ok=True)
         name, directory = self._initial_policy(peft_model, step)
         spec = self._spec({name: str(directory)} if directory is not None else {})
         spec_path = spec.write(self.work_dir / "load_spec.json")
-        argv, extra_env = choose_backend(self.devices).command(spec, port=self.port, spec_path=spec_path,
-                                                               api_key=self.api_key)
+        backend = self.backend(parameters=base_parameters(peft_model))
+        argv, extra_env = backend.command(spec, port=self.port, spec_path=spec_path, api_key=self.api_key)
         env = {**os.environ, **extra_env}
         env.setdefault("TRAINING_LOG_LEVEL", "WARNING")
         root = Path(__file__).resolve().parents[3]
@@ -103,6 +104,21 @@ class RolloutServer:
         self._wait_ready()
         self.current, self.current_dir, self.handed_step = name, directory, step
         return self
+
+    def backend(self, *, parameters: int):
+        """The serving backend for this server's devices; vLLM (on CUDA) gets the share of the GPU
+        the trainer leaves free and the longest sequence a rollout needs, computed from the plan."""
+        from dataclasses import replace
+
+        from services.trainer_worker.engines import rollout_sizes
+        from shared.serving.backends import VllmBackend, choose_backend
+
+        backend = choose_backend(self.devices)
+        if isinstance(backend, VllmBackend) and self.plan is not None:
+            backend = replace(backend, **rollout_sizes.vllm_sizes(
+                self.plan, model_dir=self.model_dir, parameters=parameters,
+                device_gib=rollout_sizes.device_memory_gib()))
+        return backend
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
