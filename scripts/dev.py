@@ -5,13 +5,13 @@
     python3 scripts/dev.py test         # install into .venv, make sure a Redis answers, run every test
 
 Both create `.venv` beside this repo on first use and install the project into it (torch is
-pinned to the CPU build 2.13.0). Standard library only: this runs before anything is installed.
+pinned to the CPU build 2.13.0): the quickstart what the stack needs, the tests their extras too
+(`test`, `ops`, `trackers`). Standard library only: this runs before anything is installed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import venv
@@ -20,25 +20,37 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv"
 PYTHON = VENV / "bin" / "python"
-STAMP = VENV / ".installed"
+STAMP = VENV / ".installed"  # the pyproject.toml digest it was installed from, then the extras
+EXTRAS = {"quickstart": (), "test": ("test", "ops", "trackers")}
 
 
 def _digest() -> str:
     return hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
 
 
-def ensure_installed() -> None:
+def _installed_extras() -> set[str] | None:
+    """The extras installed from this pyproject.toml, or None when it changed since (or never was)."""
+    if not STAMP.exists():
+        return None
+    digest, _, extras = STAMP.read_text().partition("\n")
+    return set(filter(None, extras.split(","))) if digest == _digest() else None
+
+
+def ensure_installed(extras: tuple[str, ...] = EXTRAS["test"]) -> None:
     if not PYTHON.exists():
         print(f"creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    if STAMP.exists() and STAMP.read_text() == _digest():
+    have = _installed_extras()
+    if have is not None and set(extras) <= have:
         return
+    want = set(extras) | (have or set())
     print("installing the trainer and its dependencies into .venv (first time: a few minutes)", flush=True)
     pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     # torch first and pinned, so nothing else can pull a CUDA build in its place.
     subprocess.run([*pip, "torch==2.13.0"], check=True)
-    subprocess.run([*pip, "-e", f"{REPO}[test,ops]"], check=True)
-    STAMP.write_text(_digest())
+    target = f"{REPO}[{','.join(sorted(want))}]" if want else str(REPO)
+    subprocess.run([*pip, "-e", target], check=True)
+    STAMP.write_text(_digest() + "\n" + ",".join(sorted(want)))
 
 
 def run(args: list[str]) -> int:
@@ -49,7 +61,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 1 or argv[0] not in ("quickstart", "test"):
         print(__doc__)
         return 2
-    ensure_installed()
+    ensure_installed(EXTRAS[argv[0]])
     if argv[0] == "quickstart":
         return run([str(VENV / "bin" / "training"), "quickstart", *argv[1:]])
     return run([str(PYTHON), "-m", "tests.run", *argv[1:]])
