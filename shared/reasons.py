@@ -35,13 +35,14 @@ def dataset_format_refused(*, dataset: str, dataset_format: str, method: str, tr
     return f"dataset {dataset} holds {dataset_format} rows; {method} trains on {listed}"
 
 
-def dataset_modality_refused(*, dataset: str, model: str, dataset_modality: str) -> str:
+def dataset_modality_refused(*, dataset: str, model: str, dataset_modality: str, evaluated: bool = False) -> str:
     """SPEC 3.1 (issue 17): a dataset with images for a text model, or one without for an
-    image-text model."""
+    image-text model; said of a run, or (`evaluated`) of an evaluation."""
     if dataset_modality == "image-text":
         return f"dataset {dataset} holds images, and model {model} is a text model that cannot read them"
+    uses = "is evaluated on" if evaluated else "trains on"
     return (f"dataset {dataset} holds no images, and model {model} is an image-text model "
-            "that trains on rows with images")
+            f"that {uses} rows with images")
 
 
 def image_row_too_long(*, line: int | None, tokens: int, max_length: int) -> str:
