@@ -57,6 +57,39 @@ def request_part_refused(where: str, problem: str) -> str:
     return f"{where} {problem}"
 
 
+def image_file_unknown(name: str, uploaded: list[str]) -> str:
+    """Issue 17: an image part naming a file the upload does not hold (`uploaded`: the names it holds)."""
+    held = ", ".join(uploaded[:5]) + (f" and {len(uploaded) - 5} more" if len(uploaded) > 5 else "")
+    return f"names image file {name}, which was not uploaded with the rows" + (f" (uploaded: {held})" if held else "")
+
+
+def image_file_refused(name: str, problem: str) -> str:
+    """Issue 17: an image part naming an uploaded file that is not an image a row may hold."""
+    return f"names image file {name}, which {problem}"
+
+
+def image_files_unnamed(names: list[str]) -> str:
+    listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"image files no row names: {listed}; a row names a file by its name as an image part's url"
+
+
+def image_files_too_many(count: int, most: int) -> str:
+    return f"the upload holds {count} image files; the most is {most}"
+
+
+def image_file_name_refused(name: str, most: int) -> str:
+    return (f"image file name {json.dumps(name[:most + 1])} is refused: a name is 1 to {most} characters "
+            "and does not start with `data:`")
+
+
+def image_file_twice(name: str) -> str:
+    return f"two image files are named {name}; each file needs a name of its own"
+
+
+def dataset_with_images_too_large(size: int, most: int) -> str:
+    return f"the rows with their images written in are {size} bytes; the most is {most}"
+
+
 IMAGE_ROWS_ARE_CHAT = "rows with images train as chat messages; this dataset's rows are prompt and completion rows"
 IMAGE_ROWS_NOT_PACKED = "packing does not take rows with images; train this dataset with packing off"
 
