@@ -64,7 +64,8 @@ ENGINES: tuple[EngineSpec, ...] = (
     # TRL GRPOTrainer + PEFT LoRA in one process; rollouts from a serving process next to it that
     # is handed only the adapter after each update (services/trainer_worker/engines/grpo.py).
     # With klPenalty > 0 the reference is the base model (fresh adapter) or a frozen copy of the
-    # inherited adapter (weights branch).
+    # inherited adapter (weights branch). Over an image-text model TRL reads each prompt's images
+    # through the processor and rollouts are chat requests carrying them (engines/image_rows.py).
     EngineSpec(
         name="grpo-single",
         method="grpo",
@@ -73,6 +74,7 @@ ENGINES: tuple[EngineSpec, ...] = (
         kl_penalty=True,
         restores=ALL_RESTORES,
         dataset_formats=frozenset({"prompt", "chat", "completion"}),
+        modalities=frozenset({"text", "image-text"}),
     ),
     # The same under DDP, one process per GPU of one node (engines/distributed.py), each rank with
     # its own rollout server; the global batch of completions is the plan's whatever the GPU count.

@@ -360,12 +360,14 @@ class Generator:
         finally:
             cancel.set()  # a client that stopped reading frees the model at the next token
 
-    def generate_many(self, prompt_ids: list[int], params: SamplingParams, model_name: str) -> list[Sampled]:
+    def generate_many(self, prompt_ids: list[int], params: SamplingParams, model_name: str,
+                      extras: dict[str, Any] | None = None) -> list[Sampled]:
         """`params.n` completions of one prompt, sampled in one batch (no streaming).
 
         What a reinforcement run's rollouts need: a group of completions per prompt with their
         token ids. With a seed the whole group repeats exactly. A stop string cuts a completion's
-        text and token ids at the first token whose text reaches it.
+        text and token ids at the first token whose text reaches it. `extras`: the prompt's other
+        inputs (`encode_chat_inputs`: an image-text prompt's pixel values), given to every row.
         """
         import torch
 
@@ -374,10 +376,12 @@ class Generator:
                 raise ValidationFailed("the server is stopping")
             if params.seed is not None:
                 torch.manual_seed(params.seed)
-            device = next(self.model.parameters()).device
-            ids = torch.tensor([prompt_ids] * params.n, device=device)
+            param = next(self.model.parameters())
+            ids = torch.tensor([prompt_ids] * params.n, device=param.device)
             kwargs = dict(input_ids=ids, attention_mask=torch.ones_like(ids),
-                          generation_config=self._generation_config(params))
+                          generation_config=self._generation_config(params),
+                          **{key: torch.cat([value] * params.n) for key, value in model_extras(
+                              extras, param.device, dtype=param.dtype).items()})
             with torch.inference_mode():
                 if not self.adapters:
                     out = self.model.generate(**kwargs)

@@ -28,6 +28,9 @@ TEXT_ROWS = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistan
 def test_each_modality_trains_only_on_its_own_rows():
     assert resolve(PLAN, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
                    dataset_modality="image-text").name == "sft-single"
+    grpo = {**PLAN, "method": "grpo", "grpo": {"klPenalty": 0.0}}
+    assert resolve(grpo, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
+                   dataset_modality="image-text").name == "grpo-single"
     assert resolve(PLAN, model=TEXT_MODEL, pool=CPU_POOL, dataset_format="chat", dataset_modality="text").name == (
         "sft-single")
     for model, modality in ((TEXT_MODEL, "image-text"), (VISION_MODEL, "text")):
