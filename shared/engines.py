@@ -53,13 +53,15 @@ ENGINES: tuple[EngineSpec, ...] = (
         modalities=frozenset({"text", "image-text"}),
     ),
     # The same, one process per GPU of one node under DDP: gloo between CPU slots, NCCL between
-    # GPUs (engines/distributed.py). The global batch is the plan's whatever the GPU count.
+    # GPUs (engines/distributed.py). The global batch is the plan's whatever the GPU count; each
+    # rank collates its own rows' images.
     EngineSpec(
         name="sft-ddp",
         method="sft",
         gpu_counts=(2, 4, 8),
         precisions=frozenset({"fp32", "bf16", "fp16"}),
         restores=ALL_RESTORES,
+        modalities=frozenset({"text", "image-text"}),
     ),
     # TRL GRPOTrainer + PEFT LoRA in one process; rollouts from a serving process next to it that
     # is handed only the adapter after each update (services/trainer_worker/engines/grpo.py).
