@@ -39,7 +39,7 @@ def dataset(stack) -> dict:
 @pytest.fixture(scope="module")
 def snapshot(stack, dataset) -> str:
     run = stack.post("/v1/runs", json={"model": MODEL, "dataset": dataset["id"],
-                                       "hyperparameters": {"maxSteps": 12, "learningRate": 0.01}}).json()
+                                       "hyperparameters": {"maxSteps": 32, "learningRate": 0.02}}).json()
     done = wait_terminal(stack, run["id"])
     assert done["status"] == "SUCCEEDED", (done, stack.get(f"/v1/runs/{run['id']}/events").json())
     assert done["progress"]["loss"] < done["progress"]["firstLoss"]
@@ -60,7 +60,10 @@ def test_an_endpoint_over_an_image_text_snapshot_answers_image_chat_through_the_
     question = sample_rows()[0]["messages"][:1]  # a red shape, "What colour is the shape?"
     client = OpenAI(base_url=f"{stack.api_url}/v1", api_key=stack.token, max_retries=0, timeout=60)
     whole = client.chat.completions.create(model="shapes", messages=question, max_tokens=6, temperature=0)
-    assert whole.model == "shapes" and whole.choices[0].message.content == "red"  # 12 steps taught it colours
+    assert whole.model == "shapes" and whole.choices[0].message.content == "red"
+    green = sample_rows()[1]["messages"][:1]  # the same question of another picture: the model reads it
+    assert client.chat.completions.create(model="shapes", messages=green, max_tokens=6,
+                                          temperature=0).choices[0].message.content == "green"
     assert whole.usage.prompt_tokens > 16  # the image's soft tokens are counted with the words
     streamed = list(client.chat.completions.create(model="shapes", messages=question, max_tokens=6, temperature=0,
                                                    stream=True, stream_options={"include_usage": True}))
@@ -102,7 +105,8 @@ def test_evaluations_score_the_image_text_sample_base_and_snapshot(stack, snapsh
     for done in (base, tuned):
         assert done["metrics"]["rows"] == EVAL_ROWS and done["metrics"]["targetTokens"] >= 2 * EVAL_ROWS
     assert tuned["metrics"]["loss"] < base["metrics"]["loss"] - 1.0, (base["metrics"], tuned["metrics"])
-    assert tuned["metrics"]["exactMatch"] > base["metrics"]["exactMatch"], (base["metrics"], tuned["metrics"])
+    # 32 steps teach it to tell the four colours apart (1.0 on this machine); the base says none of them
+    assert base["metrics"]["exactMatch"] == 0 and tuned["metrics"]["exactMatch"] >= 0.75, tuned["metrics"]
     rows = [json.loads(line) for line in stack.get(f"/v1/evaluations/{tuned['id']}/rows").text.splitlines()]
     # the evaluation reads the image as the endpoint does: the same greedy answer to the same row
     assert rows[0]["prompt"] == sample_rows()[0]["messages"][:1] and rows[0]["completion"] == "red"
