@@ -18,7 +18,7 @@ from tests.e2e.test_endpoints import phase_is
 from tests.e2e.test_run_through_services import wait_terminal
 
 MODEL = "builtin/tiny-gemma3-vision"
-EVAL_ROWS = 16
+EVAL_ROWS = 8
 
 
 @pytest.fixture(scope="module")
