@@ -288,6 +288,13 @@ def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max
 
 # --- The engine
 
+def _holds_image_placeholder(prompt: Any) -> bool:
+    """A prompt load_prompt_rows gave TRL's image placeholders (not a text row with its own `images` field)."""
+    return isinstance(prompt, list) and any(
+        isinstance(part, dict) and part.get("type") == "image"
+        for message in prompt if isinstance(message.get("content"), list) for part in message["content"])
+
+
 def _left_padded(processor):
     """TRL left-pads prompts; the processor's own padding of a batch must agree."""
     processor.tokenizer.padding_side = "left"
@@ -337,7 +344,7 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     restored, tokenizer, model = load_for_training(job, reporter)
     args = grpo_config(job)
     rows = load_prompt_rows(job.dataset_path)
-    images = "images" in rows[0]
+    images = any(_holds_image_placeholder(row["prompt"]) for row in rows)
     dataset = Dataset.from_list(rows)
     # an image-text run trains through the model's processor (TRL makes the update's pixel values)
     processing_class = _left_padded(load_processor(job.model_dir)) if images else tokenizer
