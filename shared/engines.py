@@ -57,13 +57,15 @@ ENGINES: tuple[EngineSpec, ...] = (
         modalities=frozenset({"text", "image-text"}),
     ),
     # The same, one process per GPU of one node under DDP: gloo between CPU slots, NCCL between
-    # GPUs (engines/distributed.py). The global batch is the plan's whatever the GPU count.
+    # GPUs (engines/distributed.py). The global batch is the plan's whatever the GPU count; each
+    # rank collates its own rows' images.
     EngineSpec(
         name="sft-ddp",
         method="sft",
         gpu_counts=(2, 4, 8),
         precisions=frozenset({"fp32", "bf16", "fp16"}),
         restores=ALL_RESTORES,
+        modalities=frozenset({"text", "image-text"}),
     ),
     # The same SFT sharded with FSDP2 (torch's fully_shard, through accelerate): for a model that
     # does not fit one GPU whole. gloo between CPU slots, NCCL between GPUs (engines/sharding.py);
@@ -79,7 +81,8 @@ ENGINES: tuple[EngineSpec, ...] = (
     # TRL GRPOTrainer + PEFT LoRA in one process; rollouts from a serving process next to it that
     # is handed only the adapter after each update (services/trainer_worker/engines/grpo.py).
     # With klPenalty > 0 the reference is the base model (fresh adapter) or a frozen copy of the
-    # inherited adapter (weights branch).
+    # inherited adapter (weights branch). Over an image-text model TRL reads each prompt's images
+    # through the processor and rollouts are chat requests carrying them (engines/image_rows.py).
     EngineSpec(
         name="grpo-single",
         method="grpo",
@@ -88,6 +91,7 @@ ENGINES: tuple[EngineSpec, ...] = (
         kl_penalty=True,
         restores=ALL_RESTORES,
         dataset_formats=frozenset({"prompt", "chat", "completion"}),
+        modalities=frozenset({"text", "image-text"}),
     ),
     # The same under DDP, one process per GPU of one node (engines/distributed.py), each rank with
     # its own rollout server; the global batch of completions is the plan's whatever the GPU count.

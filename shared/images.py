@@ -115,6 +115,24 @@ def check_image(data: bytes) -> tuple[int, int]:
     return width, height
 
 
+_MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+
+
+def uploaded_image_url(data: bytes) -> str:
+    """The data: URL of an uploaded image file (services/api/dataset_files.py), checked as an inline
+    image is, its media type from its own header (not its name); ImageRefused otherwise."""
+    from PIL import Image
+
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ImageRefused("image_url.url", f"is larger than {MAX_IMAGE_BYTES} bytes")
+    check_image(data)
+    with Image.open(io.BytesIO(data)) as image:
+        media_type = _MEDIA_TYPES.get(image.format or "")
+    if media_type is None:
+        raise ImageRefused("image_url.url", f"is a {image.format} image; images are {', '.join(IMAGE_MEDIA_TYPES)}")
+    return data_url(data, media_type)
+
+
 def open_image(part: dict[str, Any]):
     """The PIL image (RGB) of a validated image part."""
     from PIL import Image

@@ -35,13 +35,14 @@ def dataset_format_refused(*, dataset: str, dataset_format: str, method: str, tr
     return f"dataset {dataset} holds {dataset_format} rows; {method} trains on {listed}"
 
 
-def dataset_modality_refused(*, dataset: str, model: str, dataset_modality: str) -> str:
+def dataset_modality_refused(*, dataset: str, model: str, dataset_modality: str, evaluated: bool = False) -> str:
     """SPEC 3.1 (issue 17): a dataset with images for a text model, or one without for an
-    image-text model."""
+    image-text model; said of a run, or (`evaluated`) of an evaluation."""
     if dataset_modality == "image-text":
         return f"dataset {dataset} holds images, and model {model} is a text model that cannot read them"
+    uses = "is evaluated on" if evaluated else "trains on"
     return (f"dataset {dataset} holds no images, and model {model} is an image-text model "
-            "that trains on rows with images")
+            f"that {uses} rows with images")
 
 
 def image_row_too_long(*, line: int | None, tokens: int, max_length: int) -> str:
@@ -54,6 +55,39 @@ def request_part_refused(where: str, problem: str) -> str:
     """Issue 17: a chat request's content part an image-text model cannot read, e.g.
     `messages[0].content[1].image_url.url is not valid base64`."""
     return f"{where} {problem}"
+
+
+def image_file_unknown(name: str, uploaded: list[str]) -> str:
+    """Issue 17: an image part naming a file the upload does not hold (`uploaded`: the names it holds)."""
+    held = ", ".join(uploaded[:5]) + (f" and {len(uploaded) - 5} more" if len(uploaded) > 5 else "")
+    return f"names image file {name}, which was not uploaded with the rows" + (f" (uploaded: {held})" if held else "")
+
+
+def image_file_refused(name: str, problem: str) -> str:
+    """Issue 17: an image part naming an uploaded file that is not an image a row may hold."""
+    return f"names image file {name}, which {problem}"
+
+
+def image_files_unnamed(names: list[str]) -> str:
+    listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"image files no row names: {listed}; a row names a file by its name as an image part's url"
+
+
+def image_files_too_many(count: int, most: int) -> str:
+    return f"the upload holds {count} image files; the most is {most}"
+
+
+def image_file_name_refused(name: str, most: int) -> str:
+    return (f"image file name {json.dumps(name[:most + 1])} is refused: a name is 1 to {most} characters "
+            "and does not start with `data:`")
+
+
+def image_file_twice(name: str) -> str:
+    return f"two image files are named {name}; each file needs a name of its own"
+
+
+def dataset_with_images_too_large(size: int, most: int) -> str:
+    return f"the rows with their images written in are {size} bytes; the most is {most}"
 
 
 IMAGE_ROWS_ARE_CHAT = "rows with images train as chat messages; this dataset's rows are prompt and completion rows"

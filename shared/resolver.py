@@ -54,13 +54,14 @@ def _refuse_the_dataset_format(plan: dict[str, Any], dataset_format: str) -> Non
 
 
 def refuse_the_dataset_modality(dataset: str, model: dict[str, Any], dataset_modality: str, *,
-                                field: str = "dataset") -> None:
+                                field: str = "dataset", evaluated: bool = False) -> None:
     """Refuse (422, naming `field`) rows with images for a text model, and rows without for an
-    image-text model."""
+    image-text model: to train on, or (`evaluated`) to evaluate on."""
     if dataset_modality == model["modality"]:
         return
     raise Unprocessable(
-        reasons.dataset_modality_refused(dataset=dataset, model=model["id"], dataset_modality=dataset_modality),
+        reasons.dataset_modality_refused(dataset=dataset, model=model["id"], dataset_modality=dataset_modality,
+                                         evaluated=evaluated),
         details={"field": field, "datasetModality": dataset_modality, "modelModality": model["modality"]},
     )
 

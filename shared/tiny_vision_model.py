@@ -233,6 +233,11 @@ def build(name: str, target: Path) -> dict[str, Any]:
                                 image_seq_length=spec.image_tokens)
     torch.manual_seed(spec.seed)
     model = Gemma3ForConditionalGeneration(_config(spec, tokenizer)).to(torch.float32).eval()
+    # transformers initialises Gemma 3's projector to zeros (a real model's weights are loaded over
+    # it); from random weights that would make every image the same zero soft tokens, which no
+    # training could tell apart. Drawn like the other weights, under the same seed.
+    with torch.no_grad():
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=spec.init_std)
     built = sum(p.numel() for p in model.parameters())
     if built != facts["parameters"]:
         raise RuntimeError(f"built-in model {name} has {built} parameters; its facts say {facts['parameters']}")

@@ -8,6 +8,7 @@ half done), its sentence says what to do."""
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,9 +39,12 @@ class ApiClient:
     def delete(self, path: str) -> Any:
         return self._json(self._request("DELETE", path))
 
-    def upload(self, path: str, file: Path, fields: dict[str, Any]) -> Any:
-        with open(file, "rb") as handle:
-            files = {"file": (file.name, handle, "application/x-ndjson")}
+    def upload(self, path: str, file: Path, fields: dict[str, Any], images: tuple[Path, ...] = ()) -> Any:
+        """A multipart upload of `file`; `images` go with it as `images` files, each under its file name."""
+        with ExitStack() as stack:
+            files = [("file", (file.name, stack.enter_context(open(file, "rb")), "application/x-ndjson"))]
+            files += [("images", (image.name, stack.enter_context(open(image, "rb")), "application/octet-stream"))
+                      for image in images]
             return self._json(self._request("POST", path, files=files, data=_clean(fields)))
 
     def post_file(self, path: str, file: Path, content_type: str, params: dict[str, Any]) -> Any:

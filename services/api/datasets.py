@@ -8,23 +8,35 @@ from typing import Any
 
 from services.api.auth import Principal
 from services.api.context import Context
+from services.api.dataset_files import ImageFile, inline_images
 from shared import reasons
 from shared.artifacts import dataset_key
-from shared.datasets import validate_jsonl
+from shared.datasets import MAX_FAULTS, validate_jsonl
 from shared.errors import Conflict, NotFound, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.states import EvaluationStatus, RunStatus
 from shared.times import now_iso
 
 
-def create_dataset(context: Context, *, data: bytes, name: str, workload: str) -> dict[str, Any]:
+def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
+                   images: dict[str, ImageFile] | None = None) -> dict[str, Any]:
+    """Validate and store the rows; `images`: the files uploaded beside them, written into the rows
+    that name them (services/api/dataset_files.py) before anything is validated or stored."""
+    found: list[dict[str, Any]] = []
+    if images:
+        data, found = inline_images(data, images, max_bytes=context.config.max_upload_bytes)
     report = validate_jsonl(data)
-    if report.fault_count:
-        first = report.faults[0]
-        more = f" (and {report.fault_count - 1} more)" if report.fault_count > 1 else ""
+    # a part naming a bad or unknown file is faulted once, with the file's name, not again as a URL
+    named = {(f["line"], f["field"]) for f in found}
+    listed = [f for f in report.faults if (f["line"], f["field"]) not in named]
+    faults = sorted(found + listed, key=lambda f: f["line"])[:MAX_FAULTS]
+    fault_count = len(found) + report.fault_count - (len(report.faults) - len(listed))
+    if fault_count:
+        first = faults[0]
+        more = f" (and {fault_count - 1} more)" if fault_count > 1 else ""
         raise ValidationFailed(
             f"dataset line {first['line']}, field {first['field']}: {first['problem']}{more}",
-            details={"faults": report.faults, "faultCount": report.fault_count},
+            details={"faults": faults, "faultCount": fault_count},
         )
     digest = hashlib.sha256(data).hexdigest()
     if not context.artifacts.exists(dataset_key(digest)):

@@ -14,10 +14,12 @@ from services.api.datasets import visible_dataset
 from shared import reasons
 from shared.artifacts import UnsafeKey
 from shared.config import DEFAULT_WORKLOADS
+from shared.datasets import TEXT
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.evaluation_schema import parse_evaluation
 from shared.ids import Kind, new_id
 from shared.lifecycle.evaluations import EVALUATIONS
+from shared.resolver import refuse_the_dataset_modality
 from shared.rewards import check_rewards
 from shared.states import EndpointPhase, EvaluationStatus
 
@@ -44,8 +46,11 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     store (its id drawn) and the claim queue that checked it, for `store_evaluation`."""
     spec = parse_evaluation(body)
     workload = require_workload(spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["evaluation"]))
-    context.catalog.check_loadable(spec["model"])  # 404 when not in the catalog, 400 when not in the hub cache
+    # 404 when not in the catalog, 400 when not in the hub cache
+    model = context.catalog.describe(context.catalog.check_loadable(spec["model"]))
     dataset = visible_dataset(context, spec["dataset"], who)
+    # 422: images for a text model, none for an image-text model (as a run is refused)
+    refuse_the_dataset_modality(dataset["id"], model, dataset.get("modality") or TEXT, evaluated=True)
     pool_name = spec["pool"] or context.config.default_pool
     if context.config.pool(pool_name) is None:
         raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",

@@ -8,6 +8,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from services.api import schemas
+from services.api.dataset_files import MAX_IMAGE_FILES
 from services.api.endpoints import LOG_LINES_DEFAULT, LOG_LINES_MAX
 from services.api.paging import MAX_LOG_INDEX
 from services.api.views.snapshots import PATH_MAX_BYTES
@@ -86,7 +87,8 @@ ROUTES = {
     "/v1/base-models": {"get": ("the catalog", None, schemas.page_schema(schemas.BaseModelSchema), 200)},
     "/v1/base-models/{modelId}": {"get": ("one model and the runs it can start", None, schemas.BaseModelSchema, 200)},
     "/v1/datasets": {
-        "post": ("upload a JSONL dataset (multipart field `file`, optional `name`, `workload`)", "multipart",
+        "post": ("upload a JSONL dataset (multipart field `file`, optional `name`, `workload`, and `images`: "
+                 "image files the rows name by file name as an image part's url)", "multipart",
                  schemas.DatasetSchema, 201),
         "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200, list_parameters("datasets")),
     },
@@ -199,7 +201,9 @@ def build_spec() -> dict:
                 op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
                     "type": "object", "required": ["file"],
                     "properties": {"file": {"type": "string", "format": "binary"},
-                                   "name": {"type": "string"}, "workload": {"type": "string"}}}}}}
+                                   "name": {"type": "string"}, "workload": {"type": "string"},
+                                   "images": {"type": "array", "maxItems": MAX_IMAGE_FILES,
+                                              "items": {"type": "string", "format": "binary"}}}}}}}
             elif request_schema == "import":
                 op["requestBody"] = {"required": True, "content": SNAPSHOT_IMPORT_BODY}
             elif request_schema is not None:

@@ -30,6 +30,19 @@ def reads_images(model) -> bool:
     return getattr(getattr(model, "config", None), "vision_config", None) is not None
 
 
+def placeholder_token_ids(model) -> list[int]:
+    """The tokens an image-text model reads as an image's (or a video's) features, from its config
+    (Gemma 3's `<image_soft_token>`, Qwen-VL's `<|image_pad|>`; not the processor's `image_token`,
+    which for Gemma 3 is the `<start_of_image>` the text holds): text never holds them, and a
+    completion holding one would fail the model's count of image features on the next forward
+    pass (a GRPO update reads its rollouts' completions)."""
+    if not reads_images(model):
+        return []
+    config = model.config
+    ids = [getattr(config, name, None) for name in ("image_token_id", "video_token_id")]
+    return sorted({i for i in ids if isinstance(i, int)})
+
+
 def model_extras(extras: dict[str, Any] | None, device, *, dtype) -> dict[str, Any]:
     """A prompt's other inputs as tensors on the model's device (pixel values in the model's dtype)."""
     import torch
@@ -158,6 +171,7 @@ class Generator:
         self.spec = spec
         # An image-text model reads chat messages with image parts through its processor (image_inputs.py).
         self.processor = load_processor(spec.model_dir) if reads_images(model) else None
+        self.suppressed = placeholder_token_ids(model)
         self.adapters: dict[str, str] = dict(spec.adapters)
         self.defaults = sampling_defaults(spec.generation_config)
         self.max_context = getattr(model.config, "max_position_embeddings", None)
@@ -266,6 +280,8 @@ class Generator:
         top-k filter or no repetition penalty would get the model's defaults instead (top_k 20 and
         repetition_penalty 1.05 for Qwen2.5, top_k 64 for Gemma 3). 0 and 1.0 turn them off."""
         config = copy.deepcopy(self.model.generation_config)
+        if self.suppressed:  # never generated: the model would read one as an image without its pixels
+            config.suppress_tokens = sorted({*(config.suppress_tokens or []), *self.suppressed})
         config.max_new_tokens = params.max_tokens
         config.min_new_tokens = None
         config.repetition_penalty = params.repetition_penalty
@@ -360,12 +376,14 @@ class Generator:
         finally:
             cancel.set()  # a client that stopped reading frees the model at the next token
 
-    def generate_many(self, prompt_ids: list[int], params: SamplingParams, model_name: str) -> list[Sampled]:
+    def generate_many(self, prompt_ids: list[int], params: SamplingParams, model_name: str,
+                      extras: dict[str, Any] | None = None) -> list[Sampled]:
         """`params.n` completions of one prompt, sampled in one batch (no streaming).
 
         What a reinforcement run's rollouts need: a group of completions per prompt with their
         token ids. With a seed the whole group repeats exactly. A stop string cuts a completion's
-        text and token ids at the first token whose text reaches it.
+        text and token ids at the first token whose text reaches it. `extras`: the prompt's other
+        inputs (`encode_chat_inputs`: an image-text prompt's pixel values), given to every row.
         """
         import torch
 
@@ -374,10 +392,12 @@ class Generator:
                 raise ValidationFailed("the server is stopping")
             if params.seed is not None:
                 torch.manual_seed(params.seed)
-            device = next(self.model.parameters()).device
-            ids = torch.tensor([prompt_ids] * params.n, device=device)
+            param = next(self.model.parameters())
+            ids = torch.tensor([prompt_ids] * params.n, device=param.device)
             kwargs = dict(input_ids=ids, attention_mask=torch.ones_like(ids),
-                          generation_config=self._generation_config(params))
+                          generation_config=self._generation_config(params),
+                          **{key: torch.cat([value] * params.n) for key, value in model_extras(
+                              extras, param.device, dtype=param.dtype).items()})
             with torch.inference_mode():
                 if not self.adapters:
                     out = self.model.generate(**kwargs)

@@ -190,7 +190,7 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model}
         if params.n > 1 or body.get("return_token_ids"):
-            return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=True))
+            return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=True, extras=extras))
         pieces = generator.generate(prompt_ids, params, model, outcome, extras)
         if body.get("stream"):
             def chunk(text: str | None, finish: str | None) -> dict[str, Any]:
@@ -209,10 +209,10 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
 
 
 def _many(generator: Generator, head: dict, body: dict, prompt_ids: list[int], params: SamplingParams, model: str,
-          *, chat: bool) -> dict[str, Any]:
+          *, chat: bool, extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """`n` completions in one response; with `return_token_ids` each choice carries `token_ids` and
-    `prompt_token_ids`, as vLLM's server answers."""
-    sampled = generator.generate_many(prompt_ids, params, model)
+    `prompt_token_ids`, as vLLM's server answers (a chat's images are read by every completion)."""
+    sampled = generator.generate_many(prompt_ids, params, model, extras)
     with_ids = bool(body.get("return_token_ids"))
     choices = []
     for i, one in enumerate(sampled):

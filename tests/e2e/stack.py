@@ -99,7 +99,8 @@ class Stack:
 
 
 def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[str, str] | None = None,
-                endpoint_manager: bool = False, extra_tokens: tuple[dict, ...] = ()) -> Stack:
+                endpoint_manager: bool = False, extra_tokens: tuple[dict, ...] = (),
+                extra_models: tuple[dict, ...] = ()) -> Stack:
     prefix = f"e2e-{secrets.token_hex(4)}:"
     token = secrets.token_hex(16)
     home, artifacts = tmp / "home", tmp / "artifacts"
@@ -108,7 +109,7 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[st
     config_path.write_text(yaml.safe_dump({
         "redisUrl": redis_url, "keyPrefix": prefix, "artifactRoot": str(artifacts), "defaultPool": "default",
         "pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": nodes}}]}},
-        "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
+        "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}, *extra_models],
         "tokens": [{"token": token, "name": "admin", "admin": True}, *extra_tokens],
         # `snapshots import --on-server` of directories a test writes under its temporary directories
         "snapshotImportRoots": [tempfile.gettempdir()],

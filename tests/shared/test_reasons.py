@@ -68,6 +68,10 @@ def test_image_text_sentences():
                                             dataset_modality="text") == (
         "dataset ds-2 holds no images, and model builtin/tiny-gemma3-vision is an image-text model "
         "that trains on rows with images")
+    assert reasons.dataset_modality_refused(dataset="ds-2", model="builtin/tiny-gemma3-vision",
+                                            dataset_modality="text", evaluated=True) == (
+        "dataset ds-2 holds no images, and model builtin/tiny-gemma3-vision is an image-text model "
+        "that is evaluated on rows with images")
     assert reasons.image_row_too_long(line=3, tokens=600, max_length=512) == (
         "dataset line 3: the row is 600 tokens with its images, longer than maxSeqLength 512; "
         "a row with images is never cut, since an image would lose its tokens")

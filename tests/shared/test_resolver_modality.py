@@ -28,6 +28,9 @@ TEXT_ROWS = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistan
 def test_each_modality_trains_only_on_its_own_rows():
     assert resolve(PLAN, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
                    dataset_modality="image-text").name == "sft-single"
+    grpo = {**PLAN, "method": "grpo", "grpo": {"klPenalty": 0.0}}
+    assert resolve(grpo, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
+                   dataset_modality="image-text").name == "grpo-single"
     assert resolve(PLAN, model=TEXT_MODEL, pool=CPU_POOL, dataset_format="chat", dataset_modality="text").name == (
         "sft-single")
     for model, modality in ((TEXT_MODEL, "image-text"), (VISION_MODEL, "text")):
@@ -73,3 +76,31 @@ def test_a_run_over_the_wrong_modality_is_refused_at_submission(redis_url, key_p
                                                                "dataset": pictures["id"], "precision": "fp32"})
     assert accepted.status_code == 201, accepted.json
     assert accepted.json["engine"] == "sft-single"
+
+
+def test_an_evaluation_over_the_wrong_modality_is_refused_at_submission(redis_url, key_prefix, shared_artifacts):
+    config = make_config(redis_url, key_prefix, shared_artifacts, extra_catalog=[
+        {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}])
+    client = create_app(config).test_client()
+
+    def upload(data: bytes) -> dict:
+        resp = client.post("/v1/datasets", headers=HEADERS, data={"file": (io.BytesIO(data), "d.jsonl")})
+        assert resp.status_code == 201, resp.json
+        return resp.json
+
+    pictures, text = upload(SAMPLE_DATASET.read_bytes()), upload(TEXT_ROWS)
+    for model, dataset, sentence in (
+        ("builtin/tiny-qwen3", pictures,
+         f"dataset {pictures['id']} holds images, and model builtin/tiny-qwen3 is a text model that cannot read them"),
+        ("builtin/tiny-gemma3-vision", text,
+         f"dataset {text['id']} holds no images, and model builtin/tiny-gemma3-vision is an image-text model "
+         "that is evaluated on rows with images"),
+    ):
+        resp = client.post("/v1/evaluations", headers=HEADERS, json={"model": model, "dataset": dataset["id"]})
+        assert resp.status_code == 422, resp.json
+        assert resp.json["error"]["message"] == sentence
+        assert resp.json["error"]["details"]["field"] == "dataset"
+    assert client.get("/v1/evaluations", headers=HEADERS).json["items"] == []
+    accepted = client.post("/v1/evaluations", headers=HEADERS,
+                           json={"model": "builtin/tiny-gemma3-vision", "dataset": pictures["id"]})
+    assert accepted.status_code == 201, accepted.json

@@ -1,6 +1,6 @@
 """SFT over the built-in image-text model (issue 17), for real on the CPU: rows with images go
 through the model's processor, the loss is taken over the answers only, it falls on the bundled
-sample, and the snapshot's adapter branches like a text model's."""
+sample, the snapshot's adapter branches like a text model's, and two CPU slots train as one."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import pytest
 from peft import PeftModel
 
+from services.trainer_worker.engines import train
 from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.image_rows import IMAGE_DATA, image_chat_row
 from services.trainer_worker.engines.loss_masks import IGNORED
@@ -75,3 +76,17 @@ def test_the_snapshot_adapter_loads_over_the_base_and_a_weights_branch_trains_on
                        restore=Restore("weights", snapshot["directory"])), branch)
     assert "over the adapter of step 12" in branch.events[0][1]
     assert branch.points[0]["loss"] < reporter.points[0]["loss"] - 1.0  # it starts where the parent got to
+
+
+def test_two_slots_train_image_text_rows_like_one(trained, vision_dir, tmp_path):
+    """sft-ddp over the image-text model: two real ranks joined by gloo, each collating its own
+    rows' images; the first step sees the same 8 rows as on one slot, so the same loss."""
+    _, one, _ = trained
+    two = RecordingReporter()
+    job = vision_job(vision_dir, tmp_path, every_steps=None, maxSteps=2, devices=2)
+    result = train(job, two)
+    assert result.final_step == 2 and two.events[0][1].startswith(f"training {MODEL} on 64 rows on cpu:0, cpu:1, ")
+    assert abs(two.points[0]["loss"] - one.points[0]["loss"]) <= 1e-5 * abs(one.points[0]["loss"])
+    assert two.points[1]["loss"] < two.points[0]["loss"]
+    model = PeftModel.from_pretrained(load_causal_lm(vision_dir, "fp32"), two.snapshots[-1]["directory"] / "adapter")
+    assert any("lora_B" in name for name, _ in model.named_parameters())

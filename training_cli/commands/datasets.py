@@ -19,11 +19,15 @@ def group() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", help="A name to show (default: the file name).")
 @click.option("--workload", help="The workload it belongs to.")
+@click.option("--image", "images", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An image file the rows name by its file name as an image part's url (repeatable).")
 @output_option
 @pass_cli
-def create(cli: CliContext, file: Path, name: str | None, workload: str | None, fmt: str) -> None:
-    """Upload FILE (JSONL: chat messages, prompt+completion, or prompts for grpo)."""
-    dataset = cli.client.upload("/v1/datasets", file, {"name": name, "workload": workload})
+def create(cli: CliContext, file: Path, name: str | None, workload: str | None, images: tuple[Path, ...],
+           fmt: str) -> None:
+    """Upload FILE (JSONL: chat messages, prompt+completion, or prompts for grpo), with the image
+    files its rows name."""
+    dataset = cli.client.upload("/v1/datasets", file, {"name": name, "workload": workload}, images=images)
     emit(dataset, fmt, tables.dataset)
 
 

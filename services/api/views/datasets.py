@@ -1,4 +1,4 @@
-"""POST /v1/datasets (multipart `file`), GET /v1/datasets, GET /v1/datasets/ID, DELETE /v1/datasets/ID."""
+"""POST /v1/datasets (multipart `file`, and `images` files its rows name), GET /v1/datasets, GET /v1/datasets/ID, DELETE /v1/datasets/ID."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from flask import Blueprint, request
 
 from services.api.auth import principal, require_workload
 from services.api.context import ctx
+from services.api.dataset_files import read_image_files
 from services.api.datasets import create_dataset, delete_dataset, visible_dataset
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import DatasetSchema, page_schema, serialise
@@ -22,7 +23,8 @@ def upload_dataset():
     workload = request.form.get("workload") or principal().default_workload("runs")
     require_workload(workload)
     name = request.form.get("name") or upload.filename or "dataset.jsonl"
-    doc = create_dataset(ctx(), data=upload.read(), name=name, workload=workload)
+    images = read_image_files([(f.filename, f.stream) for f in request.files.getlist("images")])
+    doc = create_dataset(ctx(), data=upload.read(), name=name, workload=workload, images=images)
     return serialise(DatasetSchema, doc), 201
 
 

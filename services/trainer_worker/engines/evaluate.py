@@ -10,6 +10,9 @@ every row:
   (shared/serving/generation.py) at temperature 0, so an evaluation and an endpoint over
   the same load spec give the same tokens for the same prompt. Chat prompts go through the chat
   template as `/v1/chat/completions` does; text prompts are tokenized as `/v1/completions` does.
+  Over an image-text model a chat row's images are read as the server reads a request's
+  (`Generator.encode_chat_inputs`: each image expanded into its tokens, its pixel values beside),
+  for the loss as for the completion.
 - **exact match** and **rewards**: shared/rewards.py's functions on the completion, where the row
   has a reference (exact match compares with the reference, whitespace collapsed).
 - **judge**: an endpoint asked to grade each (prompt, completion); unparsable answers are counted.
@@ -64,36 +67,51 @@ def prepare(rows: list[dict[str, Any]]) -> list[Prepared]:
     return prepared
 
 
-def prompt_ids(generator, prompt: Any) -> list[int]:
-    """The prompt's tokens exactly as the built-in server builds them for the same request."""
+def prompt_inputs(generator, prompt: Any) -> tuple[list[int], dict[str, Any]]:
+    """The prompt's tokens, and the other inputs the model reads with them (an image-text chat
+    prompt's pixel values and sequence extras; none for text), exactly as the built-in server
+    builds them for the same request."""
     if isinstance(prompt, list):
-        return generator.encode_chat(prompt)
-    return generator.encode_prompt(str(prompt))
+        return generator.encode_chat_inputs(prompt)
+    return generator.encode_prompt(str(prompt)), {}
 
 
-def target_ids(generator, item: Prepared, prompt: list[int]) -> list[int]:
+def target_ids(generator, item: Prepared, prompt: list[int], extras: dict[str, Any] | None = None) -> list[int]:
     """The reference's tokens as they follow the prompt (with the chat template's end of turn for
     chat prompts). Tokenizing the whole text and cutting the prompt off keeps merges at the seam."""
     tokenizer = generator.tokenizer
     if isinstance(item.prompt, list):  # the seam SFT's loss mask cuts too (loss_masks.chat_row)
-        whole = conversation_ids(tokenizer, [*item.prompt, {"role": "assistant", "content": item.reference}])
+        conversation = [*item.prompt, {"role": "assistant", "content": item.reference}]
+        if extras:  # the processor's tokens, each image expanded, as image_rows.image_chat_row cuts them
+            from shared.serving.image_inputs import encode
+
+            whole = encode(generator.processor, conversation, generation_prompt=False)["input_ids"]
+        else:
+            whole = conversation_ids(tokenizer, conversation)
     else:
         whole = tokenizer(str(item.prompt) + item.reference, add_special_tokens=True)["input_ids"]
     return whole[common_prefix(prompt, whole):]
 
 
-def target_nll(generator, model_name: str, prompt: list[int], target: list[int]) -> float:
+def target_nll(generator, model_name: str, prompt: list[int], target: list[int],
+               extras: dict[str, Any] | None = None) -> float:
     """The summed negative log-likelihood of `target` after `prompt`, on the model `model_name`
-    names (the base, or an adapter), under the generator's lock like a generation."""
+    names (the base, or an adapter), under the generator's lock like a generation. `extras`: the
+    prompt's other inputs (`prompt_inputs`); a sequence-aligned one is 0 over the target."""
     import torch
+
+    from shared.serving.generation import model_extras
 
     model = generator.model
     with generator.lock, torch.inference_mode():
-        device = next(model.parameters()).device
-        ids = torch.tensor([prompt + target], device=device)
+        param = next(model.parameters())
+        ids = torch.tensor([prompt + target], device=param.device)
+        inputs = {key: [list(value[0]) + [0] * len(target)] if isinstance(value, list) else value
+                  for key, value in (extras or {}).items()}
+        inputs = model_extras(inputs, param.device, dtype=param.dtype)
 
         def logits():
-            return model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+            return model(input_ids=ids, attention_mask=torch.ones_like(ids), **inputs).logits
 
         if not generator.adapters:
             out = logits()
@@ -108,13 +126,14 @@ def target_nll(generator, model_name: str, prompt: list[int], target: list[int])
         return float(torch.nn.functional.cross_entropy(predicted, ids[0, len(prompt):], reduction="sum"))
 
 
-def greedy_completion(generator, model_name: str, prompt: list[int], max_tokens: int) -> tuple[str, str, int]:
+def greedy_completion(generator, model_name: str, prompt: list[int], max_tokens: int,
+                      extras: dict[str, Any] | None = None) -> tuple[str, str, int]:
     """(text, finish reason, completion tokens) of a temperature-0 generation, by the server's code."""
     from shared.serving.generation import Outcome, SamplingParams
 
     params = SamplingParams.from_request({"max_tokens": max_tokens, "temperature": 0}, generator.defaults)
     outcome = Outcome(prompt_tokens=len(prompt))
-    text = "".join(generator.generate(prompt, params, model_name, outcome))
+    text = "".join(generator.generate(prompt, params, model_name, outcome, extras))
     return text, outcome.finish_reason or "stop", outcome.completion_tokens
 
 
@@ -148,16 +167,16 @@ def score(
         if should_stop():
             result.stopped = True
             break
-        prompt = prompt_ids(generator, item.prompt)
+        prompt, extras = prompt_inputs(generator, item.prompt)
         out: dict[str, Any] = {"row": item.index, "prompt": item.prompt, "reference": item.reference}
         if item.reference is not None:
-            target = target_ids(generator, item, prompt)
+            target = target_ids(generator, item, prompt, extras)
             if target:
-                nll = target_nll(generator, model_name, prompt, target)
+                nll = target_nll(generator, model_name, prompt, target, extras)
                 nll_sum += nll
                 target_tokens += len(target)
                 out.update(loss=nll / len(target), targetTokens=len(target))
-        text, finish, tokens = greedy_completion(generator, model_name, prompt, max_tokens)
+        text, finish, tokens = greedy_completion(generator, model_name, prompt, max_tokens, extras)
         out.update(completion=text, finishReason=finish, completionTokens=tokens)
         if item.reference is not None:
             match = reward_functions.exact_match(text, {"answer": item.reference})

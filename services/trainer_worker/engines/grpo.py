@@ -34,6 +34,7 @@ from typing import Any
 
 from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult
 from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
+from services.trainer_worker.engines.image_rows import openai_prompt, trl_prompt
 from services.trainer_worker.engines.kit import (
     ReporterCallback,
     bind_callback,
@@ -50,6 +51,8 @@ from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, Ro
 from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
 from shared.errors import ValidationFailed
+from shared.images import image_count
+from shared.models import load_processor
 from shared.plans import plan_default
 from shared.rewards import check_rewards
 from shared.serving.generation import prompt_token_ids
@@ -74,6 +77,7 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
     unless it has one, so `exact_match` works on any of the three formats.
     """
     rows = []
+    images = False
     for row in read_rows(dataset_path):
         if row.format is None:
             raise ValidationFailed(f"dataset line {row.line} has no prompt", details={"line": row.line})
@@ -85,9 +89,14 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
         reference = row_reference(row.fields)
         if reference is not None:
             view.setdefault("answer", reference)
+        if isinstance(view["prompt"], list) and image_count(view["prompt"]):
+            view["prompt"], view["images"] = trl_prompt(view["prompt"])  # image_rows.py: TRL's shape
+            images = True
         rows.append(view)
     if not rows:
         raise ValidationFailed("the dataset has no rows")
+    if images:  # every row has the column TRL reads a batch's images from
+        rows = [{**r, "images": r.get("images") or []} for r in rows]
     columns = sorted({k for r in rows for k in r})
     return [{k: r.get(k) for k in columns} for r in rows]
 
@@ -249,7 +258,11 @@ def sampling_settings(args) -> dict[str, Any]:
 
 
 def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max_tokens: int,
-                      sampling: dict[str, Any], seed: int):
+                      sampling: dict[str, Any], seed: int, images: bool = False):
+    """TRL's rollout_func. `images`: an image-text run, whose chat prompts go to the server as chat
+    requests with their images (image_rows.openai_prompt), since token ids cannot carry pixels;
+    the server answers the prompt's tokens as it built them, which the update reads again."""
+
     def rollout(prompts: list, trainer) -> dict[str, Any]:
         step = trainer.state.global_step
         if server.handed_step != step:  # the adapter of the last update, before anything is sampled
@@ -258,9 +271,13 @@ def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max
         rank = trainer.accelerator.process_index
         prompt_ids, completion_ids = [], []
         for group, (prompt, count) in enumerate(_runs(prompts)):
-            ids = prompt_token_ids(tokenizer, prompt)  # as an endpoint and an evaluation tokenize it
-            completions = server.sample(ids, n=count, max_tokens=max_tokens, **sampling,
-                                        seed=seed + step * _SEED_STRIDE + rank * 1_000 + group)
+            group_seed = seed + step * _SEED_STRIDE + rank * 1_000 + group
+            if images and isinstance(prompt, list):
+                ids, completions = server.sample_chat(openai_prompt(prompt), n=count, max_tokens=max_tokens,
+                                                      **sampling, seed=group_seed)
+            else:
+                ids = prompt_token_ids(tokenizer, prompt)  # as an endpoint and an evaluation tokenize it
+                completions = server.sample(ids, n=count, max_tokens=max_tokens, **sampling, seed=group_seed)
             prompt_ids += [ids] * count
             completion_ids += completions
         clock.generation_s += time.perf_counter() - started
@@ -270,6 +287,19 @@ def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max
 
 
 # --- The engine
+
+def _holds_image_placeholder(prompt: Any) -> bool:
+    """A prompt load_prompt_rows gave TRL's image placeholders (not a text row with its own `images` field)."""
+    return isinstance(prompt, list) and any(
+        isinstance(part, dict) and part.get("type") == "image"
+        for message in prompt if isinstance(message.get("content"), list) for part in message["content"])
+
+
+def _left_padded(processor):
+    """TRL left-pads prompts; the processor's own padding of a batch must agree."""
+    processor.tokenizer.padding_side = "left"
+    return processor
+
 
 def _rank() -> int:
     import os
@@ -313,7 +343,11 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     rewards = _check(job)
     restored, tokenizer, model = load_for_training(job, reporter)
     args = grpo_config(job)
-    dataset = Dataset.from_list(load_prompt_rows(job.dataset_path))
+    rows = load_prompt_rows(job.dataset_path)
+    images = any(_holds_image_placeholder(row["prompt"]) for row in rows)
+    dataset = Dataset.from_list(rows)
+    # an image-text run trains through the model's processor (TRL makes the update's pixel values)
+    processing_class = _left_padded(load_processor(job.model_dir)) if images else tokenizer
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
 
     clock = StepClock(reward=RewardClock())
@@ -324,13 +358,13 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
                            devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job), plan=plan)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
-                                sampling=sampling_settings(args), seed=args.seed)
+                                sampling=sampling_settings(args), seed=args.seed, images=images)
     trainer = without_printer(GRPOTrainer(
         model=model,
         reward_funcs=reward_functions,
         args=args,
         train_dataset=dataset,
-        processing_class=tokenizer,
+        processing_class=processing_class,
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
         rollout_func=rollout,

@@ -6,7 +6,9 @@ model.
   (loss_masks.chat_row, with the processor's tokenization), its labels, and its images kept as their
   encoded bytes (a dataset column; decoded again per micro-batch);
 - `ImageTextCollator`: a micro-batch padded on the right, with the pixel values of its images from
-  the processor's image processor.
+  the processor's image processor;
+- `trl_prompt` / `openai_prompt`: a GRPO prompt with images as TRL's GRPOTrainer takes it (image
+  placeholders and an `images` column) and back in the OpenAI shape a rollout server reads.
 
 A row is never cut to `maxSeqLength`: cutting it could part an image from its tokens, so a row
 longer than that is refused naming its line.
@@ -20,7 +22,7 @@ from typing import Any
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.images import decode_data_url, image_count, image_parts, part_url
+from shared.images import data_url, decode_data_url, image_count, image_parts, part_url
 from shared.serving.image_inputs import SEQUENCE_EXTRAS, encode, message_images, pixel_inputs
 
 IMAGE_DATA = "image_data"  # the column of a row's encoded images, in order
@@ -78,6 +80,43 @@ class ImageTextCollator:
         out = {key: torch.tensor(value) for key, value in batch.items()}
         out.update(pixel_inputs(self.processor, images))
         return out
+
+
+def trl_prompt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list]:
+    """A GRPO prompt with image parts as TRL's GRPOTrainer takes one: each image part a `{"type":
+    "image"}` placeholder, and the images (PIL, in order) for the row's `images` column, with which
+    TRL fills the placeholders again and makes the pixel values of the update's forward pass."""
+    pictures, out = message_images(messages), []
+    for message in messages:
+        content = message.get("content")
+        if images_in(content):
+            content = [{"type": "image"} if p.get("type") == "image_url" else p for p in content]
+        out.append({**message, "content": content})
+    return out, pictures
+
+
+def images_in(content: Any) -> bool:
+    return any(True for _ in image_parts(content))
+
+
+def openai_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt as TRL hands it to a rollout (its images filled in as `{"type": "image", "image":
+    PIL}`) in the OpenAI shape a serving process reads: each image a PNG data: URL of its pixels
+    (lossless, so the server's pixel values are the update's)."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [{"type": "image_url", "image_url": {"url": _png_url(p["image"])}}
+                       if isinstance(p, dict) and p.get("type") == "image" else p for p in content]
+        out.append({"role": message["role"], "content": content})
+    return out
+
+
+def _png_url(image) -> str:
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="PNG")
+    return data_url(buffer.getvalue(), "image/png")
 
 
 def has_images(rows: list[dict[str, Any]]) -> bool:

@@ -191,6 +191,20 @@ class RolloutServer:
         choices = self._post("/v1/completions", body).json()["choices"]
         return [list(c["token_ids"]) for c in sorted(choices, key=lambda c: c["index"])]
 
+    def sample_chat(self, messages: list[dict[str, Any]], *, n: int, max_tokens: int, temperature: float,
+                    seed: int | None, top_p: float = 1.0, top_k: int = -1,
+                    repetition_penalty: float = 1.0) -> tuple[list[int], list[list[int]]]:
+        """`n` completions of a chat prompt whose messages hold image parts (an image-text model's:
+        the server reads the images, which token ids alone cannot carry), as `sample` asks; returns
+        the prompt's token ids as the server built them, and each completion's."""
+        body = {"model": self.current, "messages": messages, "n": n, "max_tokens": max_tokens,
+                "temperature": temperature, "top_p": top_p, "top_k": top_k,
+                "repetition_penalty": repetition_penalty, "return_token_ids": True}
+        if seed is not None:
+            body["seed"] = seed
+        choices = sorted(self._post("/v1/chat/completions", body).json()["choices"], key=lambda c: c["index"])
+        return list(choices[0]["prompt_token_ids"]), [list(c["token_ids"]) for c in choices]
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

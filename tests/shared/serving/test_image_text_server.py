@@ -15,7 +15,7 @@ from shared import reasons
 from shared.load_spec import load_model, load_spec_for
 from shared.models import load_processor
 from shared.serving.image_inputs import encode, message_images, pixel_inputs
-from shared.tiny_vision_model import SAMPLE_DATASET
+from shared.tiny_vision_model import IMAGE_SOFT, SAMPLE_DATASET
 from tests.shared.serving.serving import ServingProcess
 
 ENTRY = {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}
@@ -70,3 +70,24 @@ def test_an_undecodable_image_is_a_400_naming_its_part(client):
         client.chat.completions.create(model=SERVED, messages=messages, max_tokens=4)
     assert refused.value.body["message"] == reasons.request_part_refused(
         "messages[0].content[1].image_url.url", "is not an image Pillow can decode")
+
+
+
+def test_a_group_of_completions_reads_the_image_too(spec):
+    """n > 1 (a GRPO run's rollouts: `generate_many`) samples the group with the image's pixels: a
+    seeded group repeats, and differs from the same group sampled without them; no completion
+    holds an image's placeholder token."""
+    from shared.serving.generation import Generator, SamplingParams
+
+    model, tokenizer = load_model(spec)
+    generator = Generator(model, tokenizer, spec)
+    prompt_ids, extras = generator.encode_chat_inputs(sample_question())
+    assert "pixel_values" in extras
+    params = SamplingParams.from_request({"max_tokens": 6, "temperature": 1.0, "n": 4, "seed": 3}, generator.defaults)
+    with_image = [s.token_ids for s in generator.generate_many(prompt_ids, params, SERVED, extras)]
+    assert with_image == [s.token_ids for s in generator.generate_many(prompt_ids, params, SERVED, extras)]
+    assert with_image != [s.token_ids for s in generator.generate_many(prompt_ids, params, SERVED)]
+    # the image's soft token is never sampled: a completion holding one would be read as an image
+    soft = tokenizer.convert_tokens_to_ids(IMAGE_SOFT)
+    assert generator.suppressed == [soft] and soft in generator._generation_config(params).suppress_tokens
+    torch.use_deterministic_algorithms(False)  # load_model's process-wide switch
