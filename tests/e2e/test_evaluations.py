@@ -1,23 +1,42 @@
 """Evaluations and branch comparisons through every real service: REST API -> scheduler -> Celery
-worker -> scoring on the tiny model through the shared load spec (SPEC 2.5).
+worker -> scoring through the shared load spec (SPEC 2.5), on builtin/small-qwen3 and the
+reverse-a-word sample, a task its adapters really learn (docs/builtin-models.md).
 
-One parent run trains a few steps and leaves a snapshot; a weights branch and a trainingState
-branch of it train further on the task. An evaluation scores the parent snapshot; a comparison
-scores all three side by side, and the branches, trained further, score better than their parent.
+One parent run trains a few steps and leaves a snapshot; a weights branch of it trains long enough
+to learn the task, a trainingState branch only a few steps more. An evaluation scores the parent
+over held-out rows (words no training row holds); a comparison scores all three side by side: both
+branches have a lower loss than their parent, and the one that learned is the best by exact match,
+reversing most held-out words while the others reverse none or almost none.
 """
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 import pytest
 import requests
 
-from tests.e2e.test_run_through_services import SAMPLE, upload_sample, wait_terminal
+from tests.e2e.stack import start_stack, stop_stack
+from tests.e2e.test_run_through_services import upload_sample, wait_terminal
 
-EVAL_ROWS = 12
-MAX_TOKENS = 6
+MODEL = "builtin/small-qwen3"
+TRAINING_ROWS = resources.files("shared") / "data" / "sample_reverse.jsonl"
+HELD_OUT_ROWS = resources.files("shared") / "data" / "sample_reverse_heldout.jsonl"
+EVAL_ROWS = 24
+MAX_TOKENS = 8
+LEARNING_RATE = 0.004
+PARENT_STEPS, LEARNED_STEPS, STATE_STEPS = 4, 500, 8
+GRPO_STEPS = 4  # a trainingState branch counts from the parent's step
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, redis_url):
+    stack = start_stack(tmp_path_factory.mktemp("evaluations"), redis_url,
+                        extra_models=({"id": MODEL, "builtin": "small-qwen3"},))
+    yield stack
+    stop_stack(stack)
 
 
 def upload_rows(stack, rows: list[dict]) -> str:
@@ -36,17 +55,18 @@ def wait_evaluation(stack, evaluation_id: str, timeout_s: float = 240) -> dict:
 @pytest.fixture(scope="module")
 def lineage(stack):
     """A parent snapshot and two branches trained further from it on the same task."""
-    dataset = upload_sample(stack)
+    dataset = upload_rows(stack, [json.loads(line) for line in TRAINING_ROWS.read_text().splitlines()])
     parent = stack.post("/v1/runs", json={
-        "model": "builtin/tiny-qwen3", "dataset": dataset,
-        "hyperparameters": {"maxSteps": 4, "batchSize": 8, "learningRate": 0.003}}).json()
+        "model": MODEL, "dataset": dataset, "adapter": {"rank": 16, "alpha": 32},
+        "hyperparameters": {"maxSteps": PARENT_STEPS, "batchSize": 16, "learningRate": LEARNING_RATE}}).json()
     parent = wait_terminal(stack, parent["id"])
     assert parent["status"] == "SUCCEEDED", parent
     snap = parent["latestSnapshot"]
     branches = {}
-    for what, steps in (("weights", 40), ("trainingState", 44)):  # a trainingState branch counts from step 4
-        body = {"model": "builtin/tiny-qwen3", "dataset": dataset, "restore": {"snapshot": snap, "what": what},
-                "hyperparameters": {"maxSteps": steps, "batchSize": 8, "learningRate": 0.003}}
+    for what, steps in (("weights", LEARNED_STEPS), ("trainingState", STATE_STEPS)):
+        body = {"model": MODEL, "dataset": dataset, "restore": {"snapshot": snap, "what": what},
+                "adapter": {"rank": 16, "alpha": 32},
+                "hyperparameters": {"maxSteps": steps, "batchSize": 16, "learningRate": LEARNING_RATE}}
         resp = stack.post("/v1/runs", json=body)
         assert resp.status_code == 201, resp.text
         branches[what] = resp.json()["id"]
@@ -54,12 +74,13 @@ def lineage(stack):
         done = wait_terminal(stack, run_id)
         assert done["status"] == "SUCCEEDED", done
         branches[what] = done
-    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()[-EVAL_ROWS:]]
-    return {"parent": parent, "snapshot": snap, "branches": branches, "eval_dataset": upload_rows(stack, rows)}
+    rows = [json.loads(line) for line in HELD_OUT_ROWS.read_text().splitlines()[:EVAL_ROWS]]
+    return {"parent": parent, "snapshot": snap, "branches": branches, "dataset": dataset,
+            "eval_dataset": upload_rows(stack, rows)}
 
 
 def test_an_evaluation_scores_a_snapshot_through_the_worker(stack, lineage):
-    body = {"model": "builtin/tiny-qwen3", "snapshot": lineage["snapshot"], "dataset": lineage["eval_dataset"],
+    body = {"model": MODEL, "snapshot": lineage["snapshot"], "dataset": lineage["eval_dataset"],
             "maxTokens": MAX_TOKENS}
     created = stack.post("/v1/evaluations", json=body)
     assert created.status_code == 201, created.text
@@ -68,14 +89,17 @@ def test_an_evaluation_scores_a_snapshot_through_the_worker(stack, lineage):
     metrics = ev["metrics"]
     assert metrics["rows"] == EVAL_ROWS and ev["progress"] == {"rows": EVAL_ROWS, "totalRows": EVAL_ROWS}
     assert metrics["loss"] > 0 and metrics["perplexity"] > 1 and metrics["targetTokens"] > EVAL_ROWS
-    assert 0 <= metrics["exactMatch"] <= 1 and metrics["rewards"] == {"exact_match": metrics["exactMatch"]}
-    assert (ev["run"], ev["step"]) == (lineage["parent"]["id"], 4)
+    # four steps in, the adapter reverses no held-out word (or next to none)
+    assert metrics["exactMatch"] <= 0.1 and metrics["rewards"] == {"exact_match": metrics["exactMatch"]}
+    assert (ev["run"], ev["step"]) == (lineage["parent"]["id"], PARENT_STEPS)
     assert ev["scheduling"]["node"] == "local" and ev["startedAt"] and ev["finishedAt"]
 
     rows = stack.get(f"/v1/evaluations/{ev['id']}/rows")
     assert rows.status_code == 200
     per_row = [json.loads(line) for line in rows.text.splitlines()]
     assert len(per_row) == EVAL_ROWS and all("completion" in r and r["loss"] > 0 for r in per_row)
+    assert [r["reference"] for r in per_row] == [
+        json.loads(line)["messages"][1]["content"] for line in HELD_OUT_ROWS.read_text().splitlines()[:EVAL_ROWS]]
     assert sum(r["exactMatch"] for r in per_row) / EVAL_ROWS == pytest.approx(metrics["exactMatch"])
 
     events = [e["message"] for e in stack.get(f"/v1/evaluations/{ev['id']}/events").json()["items"]]
@@ -114,13 +138,44 @@ def test_a_comparison_shows_branches_trained_further_scoring_better(stack, linea
     assert [r["snapshot"] for r in done["rows"]] == snapshots
     assert [(rows[s]["run"], rows[s]["restore"]) for s in snapshots] == [
         (lineage["parent"]["id"], "none"), (weights["id"], "weights"), (state["id"], "trainingState")]
-    assert [rows[s]["step"] for s in snapshots] == [4, 40, 44]
+    assert [rows[s]["step"] for s in snapshots] == [PARENT_STEPS, LEARNED_STEPS, STATE_STEPS]
     parent_loss = rows[lineage["snapshot"]]["metrics"]["loss"]
     for branch in snapshots[1:]:
         assert rows[branch]["metrics"]["loss"] < parent_loss, done["rows"]
-    assert done["best"]["loss"] != [lineage["snapshot"]] and done["best"]["loss"][0] in snapshots[1:]
-    assert "loss" in rows[done["best"]["loss"][0]]["best"] and "loss" not in rows[lineage["snapshot"]]["best"]
+    # The branch that learned the task is the best, by loss and by exact match over unseen words.
+    learned = weights["latestSnapshot"]
+    exact = {s: rows[s]["metrics"]["exactMatch"] for s in snapshots}
+    assert exact[learned] >= 0.5 and exact[lineage["snapshot"]] <= 0.1 and exact[state["latestSnapshot"]] <= 0.1, exact
+    assert done["best"]["exactMatch"] == [learned] and done["best"]["loss"] == [learned], done["best"]
+    assert {"loss", "exactMatch"} <= set(rows[learned]["best"]) and rows[lineage["snapshot"]]["best"] == []
     # each row is a real evaluation of the comparison, listed with its filter
     listed = stack.get(f"/v1/evaluations?comparison={comparison['id']}").json()["items"]
     assert sorted(e["id"] for e in listed) == sorted(r["evaluation"] for r in done["rows"])
     assert [c["id"] for c in stack.get("/v1/comparisons?status=SUCCEEDED").json()["items"]] == [comparison["id"]]
+
+
+def grpo_rewards(stack, snapshot: str, dataset: str) -> dict:
+    """A short grpo branch of `snapshot` rewarded by exact match: its run and its steps' mean rewards."""
+    plan = {"method": "grpo", "model": MODEL, "dataset": dataset, "adapter": {"rank": 16, "alpha": 32},
+            "restore": {"snapshot": snapshot, "what": "weights"},
+            "hyperparameters": {"maxSteps": GRPO_STEPS, "batchSize": 8, "learningRate": 0.0005},
+            "grpo": {"numGenerations": 4, "maxCompletionLength": 8, "temperature": 0.7,
+                     "rewards": [{"function": "exact_match"}]}}
+    resp = stack.post("/v1/runs", json=plan)
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def test_grpo_rewards_the_branch_that_learned_the_skill_and_not_its_parent(stack, lineage):
+    """The reward of a grpo run is the signal the SFT adapter learned: exact match of sampled
+    completions over training rows is high from the learned snapshot and near zero from its parent."""
+    started = {name: grpo_rewards(stack, snapshot, lineage["dataset"]) for name, snapshot in (
+        ("learned", lineage["branches"]["weights"]["latestSnapshot"]), ("parent", lineage["snapshot"]))}
+    rewards = {}
+    for name, run in started.items():
+        done = wait_terminal(stack, run["id"], timeout_s=300)
+        assert done["status"] == "SUCCEEDED", done
+        points = [p for p in stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"] if p.get("reward") is not None]
+        assert len(points) == GRPO_STEPS and all(p["rewards"]["exact_match"]["mean"] == p["reward"] for p in points)
+        rewards[name] = sum(p["reward"] for p in points) / len(points)
+    assert rewards["learned"] >= 0.3 and rewards["parent"] <= 0.1, rewards
