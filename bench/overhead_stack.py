@@ -18,6 +18,9 @@ import yaml
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 MODEL_ID = "bench/qwen3"
+# How often a run is polled until it ends: seldom, so that the API's answers take little of the
+# cores the run trains on (the figures come from the run's own stamps, not from polling).
+POLL_S = 2.0
 
 
 class LocalStack:
@@ -45,7 +48,7 @@ class LocalStack:
             doc = self._call("GET", f"/v1/runs/{run_id}")
             if doc["status"] in TERMINAL:
                 return doc
-            time.sleep(0.5)
+            time.sleep(POLL_S)
         raise TimeoutError(f"run {run_id} did not end within {timeout_s:g} s")
 
     def metrics(self, run_id: str) -> list[dict[str, Any]]:
@@ -65,6 +68,22 @@ class LocalStack:
             if time.monotonic() > deadline:
                 raise TimeoutError("the local stack's worker did not start")
             time.sleep(0.2)
+
+    def service_cpu_seconds(self) -> float:
+        """CPU seconds the stack's services have used so far (supervisor, Redis, API, scheduler, the
+        worker's main process, the endpoint manager), from /proc: the cores they take from training,
+        without the worker's task children, where training itself runs."""
+        from training_cli.stack_state import StackState
+
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for record in StackState().records():
+            try:
+                fields = Path(f"/proc/{record.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        return total
 
     def claim(self, claim_id: str) -> dict[str, Any]:
         """The claim as the scheduler stamped it (submittedAt, grantedAt, dispatchedAt): the API

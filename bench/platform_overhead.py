@@ -22,7 +22,10 @@ is noisy):
   `num_input_tokens_seen`, padding excluded), GRPO steps/s; trainer / bare (goal >= 0.95).
 - **P2 start-up**: submit -> first optimizer step logged, against the bare script's process start
   -> first step (goal <= 1.5), with where the trainer's seconds go, from the claim's stamps and
-  the run's events (`startup_phases`).
+  the run's events (`PHASE_EVENTS`).
+- **stackCpuShare**: the CPU the stack's own services (supervisor, Redis, API, scheduler, the
+  worker's main process, endpoint manager) used per second while each side trained: the cores
+  the platform takes from training on a machine this small.
 
 Results: docs/performance.md.
 """
@@ -194,6 +197,7 @@ def summarise(trials: list[dict[str, Any]], method: str, warmup: int) -> dict[st
         "p1": {"measure": rate, "bare": round(bare_rate, 2), "trainer": round(trainer_rate, 2),
                "ratio": round(trainer_rate / bare_rate, 3), "goal": f">= {P1_GOAL}",
                **({"trainerStepSplit": split} if split else {})},
+        "stackCpuShare": {side: round(median(side, lambda r: r["stackCpuShare"]), 3) for side in ("bare", "trainer")},
         "p2": {"bareSeconds": round(bare_start, 2), "trainerSeconds": round(trainer_start, 2),
                "ratio": round(trainer_start / bare_start, 3), "goal": f"<= {P2_GOAL}",
                "barePhases": phases["bare"], "trainerPhases": phases["trainer"]},
@@ -229,8 +233,11 @@ def main(argv: list[str]) -> dict[str, Any]:
                     order = ("bare", "trainer") if trial % 2 == 0 else ("trainer", "bare")
                     one = {}
                     for side in order:
+                        cpu, began = stack.service_cpu_seconds(), time.monotonic()
                         one[side] = (run_bare(s, model_dir, data, tmp / f"bare-{method}-{slots}-{trial}")
                                      if side == "bare" else run_trainer(stack, s, datasets[method]))
+                        # the cores the stack's own services took meanwhile (CPU seconds per second)
+                        one[side]["stackCpuShare"] = (stack.service_cpu_seconds() - cpu) / (time.monotonic() - began)
                     trials.append(one)
                     print(f"  {method}:{slots} trial {trial + 1}: start-up bare {one['bare']['startupSeconds']:.1f}s, "
                           f"trainer {one['trainer']['startupSeconds']:.1f}s", flush=True)

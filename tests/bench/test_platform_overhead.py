@@ -26,6 +26,7 @@ def test_the_overhead_benchmark_runs_on_a_tiny_setting_and_prints_its_figures(tm
     for name, figures in printed["results"].items():
         assert figures["p1"]["measure"] == ("tokensPerSecond" if name.startswith("sft") else "stepsPerSecond")
         assert figures["p1"]["bare"] > 0 and figures["p1"]["trainer"] > 0 and figures["p1"]["ratio"] > 0
+        assert set(figures["stackCpuShare"]) == {"bare", "trainer"}
         assert figures["p2"]["bareSeconds"] > 0 and figures["p2"]["trainerSeconds"] > 0
         # where the trainer's start-up seconds go, phase by phase, from the claim and the run's events
         phases = figures["p2"]["trainerPhases"]
