@@ -9,7 +9,8 @@ It imports nothing of the trainer: transformers, peft, datasets and TRL only. SF
 sft engine); GRPO trains a `GRPOTrainer` that generates in this process with the same generation
 settings (numGenerations, maxCompletionLength, temperature) and the same `length` reward. The
 TrainingArguments are the ones the trainer's engines derive from the same plan (per-device batch
-= global batch / slots, fp32, seed, lr, no warm-up, save at the last step only).
+= global batch / slots, fp32 without autocast, no activation checkpointing, seed, lr, no warm-up,
+save at the last step only), where TRL's own defaults differ (bf16, activation checkpointing).
 
 A callback that only reads clocks records, per optimizer step, the wall time (time.time()) and
 `num_input_tokens_seen` when the Trainer logs it, exactly where the trainer's own callback takes
@@ -73,7 +74,11 @@ def main(argv: list[str]) -> None:
                              target_modules="all-linear", task_type="CAUSAL_LM")
     common = dict(output_dir=str(Path(work_dir) / "hf"), per_device_train_batch_size=s["batch"] // world,
                   gradient_accumulation_steps=1, learning_rate=s["learningRate"], max_steps=s["steps"],
-                  warmup_steps=0, seed=s["seed"], use_cpu=True, logging_steps=1, save_strategy="steps",
+                  warmup_steps=0, seed=s["seed"], use_cpu=True,
+                  # TRL's configs default to bf16 and activation checkpointing; the plan trains in
+                  # fp32 and the trainer checkpoints no activations on CPU: the same computation here
+                  bf16=False, fp16=False, activation_checkpointing=False,
+                  logging_steps=1, save_strategy="steps",
                   save_steps=10**12, report_to="none", disable_tqdm=True, dataloader_num_workers=0,
                   ddp_backend="gloo" if world > 1 else None,
                   ddp_find_unused_parameters=False if world > 1 else None)

@@ -98,6 +98,9 @@ def run_bare(s: dict[str, Any], model_dir: Path, dataset: Path, work: Path) -> d
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise RuntimeError(f"the bare script did not end within {BARE_TIMEOUT_S} s") from None
+    except BaseException:  # Ctrl-C: the launcher and its ranks go with the benchmark
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     if proc.returncode != 0:
         raise RuntimeError(f"the bare script failed with {proc.returncode}:\n{output[-5000:]}")
     result = json.loads(out.read_text())
