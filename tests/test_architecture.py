@@ -230,7 +230,7 @@ def test_artifacts_are_reached_only_through_the_store_interface():
     assert found == [], "\n".join(found)
 
 
-@pytest.mark.parametrize("folder", [*(f"services/{s}" for s in SERVICES), "shared", "training_cli"])
+@pytest.mark.parametrize("folder", [*(f"services/{s}" for s in SERVICES), "shared", "training_cli", "bench"])
 def test_each_folder_readme_names_every_module(folder):
     """Docs that match the code: a module added to a service (or to shared/, or the CLI) is named in
     that folder's README, where its terms and state diagrams are."""

@@ -1,8 +1,9 @@
 """Entry point: `python -m services.trainer_worker.worker --node NODE` runs the Celery worker of one
 node, listening on that node's queue, one child per device, prefetch 1, a fresh child per task.
 
-Before it takes a task it becomes the node's heartbeat (heartbeat.py) and, as the node's only
-worker, gives back the work its node's previous worker left behind (reclaim.py)."""
+Before it takes a task it becomes the node's heartbeat (heartbeat.py), as the node's only worker
+gives back the work its node's previous worker left behind (reclaim.py), and imports the training
+stack once (warm.py), so that the child forked for each task starts with it."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def main(argv: list[str] | None = None) -> None:
     register(app, config, node.name)
     heartbeat = start_node(config, node.name)
     try:
+        # After the heartbeat and the reclaim (a restarted worker gives its runs back at once),
+        # before the pool forks: every task's child starts with the training stack imported.
+        from services.trainer_worker.warm import preload
+
+        logs.get("trainer_worker").info("training stack imported", node=node.name, seconds=round(preload(), 2))
         _run_worker(app, node, args.loglevel)
     finally:
         heartbeat.stop()

@@ -42,6 +42,14 @@ def test_metric_points(trained):
     assert reporter.points[-1]["epoch"] == pytest.approx(30 * 8 / 256)
 
 
+def test_the_first_events_say_when_the_model_was_loaded_and_then_what_trains(trained):
+    _, reporter, _ = trained
+    messages = [message for _, message in reporter.events]
+    loaded = next(i for i, m in enumerate(messages) if m.startswith("loaded "))
+    assert messages[loaded].startswith("loaded builtin/tiny-qwen3 (") and "parameters, fp32) in " in messages[loaded]
+    assert loaded < next(i for i, m in enumerate(messages) if m.startswith("training builtin/tiny-qwen3 on "))
+
+
 def test_snapshots_every_n_steps_and_at_the_end(trained):
     job, reporter, _ = trained
     assert [(s["step"], s["final"]) for s in reporter.snapshots] == [(10, False), (20, False), (30, True)]

@@ -179,8 +179,12 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
     precision on this process's device, with the inherited adapter when it restores one."""
     plan = job.plan
     restored = plan_restore(job)
+    started = time.monotonic()
     tokenizer = load_tokenizer(job.model_dir)
     model = load_causal_lm(job.model_dir, setting(plan, "precision"), device=_device(job))
+    # where a run's start-up goes (bench/platform_overhead.py reads it): the model apart from the data
+    reporter.event(f"loaded {plan.get('model')} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
+                   f"{setting(plan, 'precision')}) in {time.monotonic() - started:.1f}s")
     if restored is not None:
         model = _inherited_model(model, restored, plan, reporter)
     return restored, tokenizer, model
