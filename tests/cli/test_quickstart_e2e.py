@@ -24,6 +24,7 @@ def test_quickstart_teaches_a_skill_that_holds_on_held_out_rows_and_serves_it(ho
         assert up.exit_code == 0, up.output + _logs()
         result = runner.invoke(cli, ["quickstart"], catch_exceptions=False)
         assert result.exit_code == 0, result.output + _logs()
+        assert "the local stack is already up" in result.output and "`training down` stops it" in result.output
         assert "SUCCEEDED in 500 steps" in result.output
         runs = json.loads(runner.invoke(cli, ["runs", "get", "-o", "json"]).output)["items"]
         run = runs[0]
