@@ -60,6 +60,11 @@ class RecordingReporter:
             return self.stop_with
         return None
 
+    def what_trains(self) -> str:
+        """The engine's opening sentence about what it trains: the first event after the one that
+        says the base model was loaded ("loaded MODEL (N parameters, PRECISION) in S s")."""
+        return next(message for _, message in self.events if not message.startswith("loaded "))
+
     def snapshot_at(self, step: int) -> Path:
         return next(s["directory"] for s in self.snapshots if s["step"] == step)
 

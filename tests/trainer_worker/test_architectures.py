@@ -122,7 +122,7 @@ def test_sft_trains_lowers_the_loss_and_writes_a_snapshot(name, models):
     # "all-linear": every projection of the family's blocks (PEFT stores their full names), never its output layer
     assert {module.rsplit(".", 1)[-1] for module in config["target_modules"]} == {
         "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
-    assert "assistant turns" in reporter.events[0][1]
+    assert "assistant turns" in reporter.what_trains()
 
 
 # --- (b) GRPO, with rollouts from a built-in serving process

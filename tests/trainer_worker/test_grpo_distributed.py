@@ -40,7 +40,7 @@ def test_two_slots_learn_the_toy_task(two_slots):
     assert rewards[0] < 0.4 and sum(rewards[-2:]) / 2 > 0.6, rewards
     assert reporter.points[0]["kl"] == pytest.approx(0.0, abs=1e-7) and reporter.points[-1]["kl"] > 0
     assert all(p["handoffBytes"] > 0 for p in reporter.points[1:])
-    assert "2 prompt(s) x 8 completions per step" in reporter.events[0][1]  # the plan's global batch
+    assert "2 prompt(s) x 8 completions per step" in reporter.what_trains()  # the plan's global batch
     assert [(s["step"], s["manifest"]["gpus"], s["manifest"]["engine"]) for s in reporter.snapshots] == [
         (3, 2, "grpo-ddp"), (6, 2, "grpo-ddp")]
     assert sorted(p.name for p in (job.work_dir / "rollouts").iterdir()) == ["rank-0", "rank-1"]

@@ -61,8 +61,8 @@ def test_training_lowers_the_loss_on_the_sample(trained):
     assert len(losses) == STEPS and result.final_step == STEPS
     first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
     assert last < first - 1.0, losses
-    assert reporter.events[0][1].startswith(f"training {MODEL} on 64 rows on cpu:0, ")
-    assert reporter.events[0][1].endswith("the loss over the assistant turns (192 of 1984 tokens, 64 images)")
+    assert reporter.what_trains().startswith(f"training {MODEL} on 64 rows on cpu:0, ")
+    assert reporter.what_trains().endswith("the loss over the assistant turns (192 of 1984 tokens, 64 images)")
 
 
 def test_the_snapshot_adapter_loads_over_the_base_and_a_weights_branch_trains_on(trained, vision_dir, tmp_path):
@@ -74,7 +74,7 @@ def test_the_snapshot_adapter_loads_over_the_base_and_a_weights_branch_trains_on
     branch = RecordingReporter()
     run_sft(vision_job(vision_dir, tmp_path, every_steps=None, maxSteps=2,
                        restore=Restore("weights", snapshot["directory"])), branch)
-    assert "over the adapter of step 12" in branch.events[0][1]
+    assert "over the adapter of step 12" in branch.what_trains()
     assert branch.points[0]["loss"] < reporter.points[0]["loss"] - 1.0  # it starts where the parent got to
 
 
@@ -85,7 +85,7 @@ def test_two_slots_train_image_text_rows_like_one(trained, vision_dir, tmp_path)
     two = RecordingReporter()
     job = vision_job(vision_dir, tmp_path, every_steps=None, maxSteps=2, devices=2)
     result = train(job, two)
-    assert result.final_step == 2 and two.events[0][1].startswith(f"training {MODEL} on 64 rows on cpu:0, cpu:1, ")
+    assert result.final_step == 2 and two.what_trains().startswith(f"training {MODEL} on 64 rows on cpu:0, cpu:1, ")
     assert abs(two.points[0]["loss"] - one.points[0]["loss"]) <= 1e-5 * abs(one.points[0]["loss"])
     assert two.points[1]["loss"] < two.points[0]["loss"]
     model = PeftModel.from_pretrained(load_causal_lm(vision_dir, "fp32"), two.snapshots[-1]["directory"] / "adapter")
