@@ -86,8 +86,10 @@ def test_up_and_down(fake_services, home):
 
 
 def test_a_service_that_dies_fails_up_with_its_log(fake_services, monkeypatch):
+    # The API never answers (an idle process): `up` can only end on the scheduler's exit, whatever
+    # the machine's load (with the fake API, a loaded machine let the API answer first).
     def commands(port: int, nodes: list[str]) -> dict[str, list[str]]:
-        return {"api": [sys.executable, FAKE_API, "--port", str(port)],
+        return {"api": IDLE,
                 "scheduler": [sys.executable, "-c", "import sys; print('scheduler: no broker'); sys.exit(3)"]}
 
     monkeypatch.setattr(local_stack, "service_commands", commands)
