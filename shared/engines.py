@@ -95,6 +95,7 @@ ENGINES: tuple[EngineSpec, ...] = (
     ),
     # The same under DDP, one process per GPU of one node (engines/distributed.py), each rank with
     # its own rollout server; the global batch of completions is the plan's whatever the GPU count.
+    # Over an image-text model each rank asks its server with its own prompts' pictures.
     EngineSpec(
         name="grpo-ddp",
         method="grpo",
@@ -103,6 +104,7 @@ ENGINES: tuple[EngineSpec, ...] = (
         kl_penalty=True,
         restores=ALL_RESTORES,
         dataset_formats=frozenset({"prompt", "chat", "completion"}),
+        modalities=frozenset({"text", "image-text"}),
     ),
 )
 

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from services.trainer_worker.engines.distributed import run_distributed
 from services.trainer_worker.engines.grpo import load_prompt_rows, run_grpo
 from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.artifacts import ArtifactRoot
@@ -63,12 +64,19 @@ def vision_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def trained(vision_dir, tmp_path_factory):
+def pictures(vision_dir, tmp_path_factory):
+    """8 copies of the sample's first picture, answered with the untrained model's unlikely first guess."""
     answer, probability = toy_answer(vision_dir)
     assert probability < 0.3
     dataset = tmp_path_factory.mktemp("data") / "pictures.jsonl"
     row = {"messages": [*question(), {"role": "assistant", "content": answer}]}
     dataset.write_text("".join(json.dumps(row) + "\n" for _ in range(8)))
+    return dataset
+
+
+@pytest.fixture(scope="module")
+def trained(vision_dir, pictures, tmp_path_factory):
+    dataset = pictures
     job = grpo_job(vision_dir, tmp_path_factory.mktemp("work"), dataset, maxSteps=STEPS, every_steps=STEPS,
                    learningRate=0.05)
     job.plan["model"] = MODEL
@@ -105,3 +113,21 @@ def test_only_the_adapter_is_handed_off_with_the_same_metrics_as_text(trained):
         assert point["handoffBytes"] == adapter_bytes and point["handoffSeconds"] > 0
     assert [(s["step"], s["final"]) for s in reporter.snapshots] == [(STEPS, True)]
     assert reporter.snapshots[-1]["manifest"]["model"] == MODEL
+
+
+def test_two_slots_ask_each_rollout_server_with_its_pictures_and_hand_off_the_adapter(vision_dir, pictures, tmp_path):
+    """grpo-ddp over the image-text model: two real ranks joined by gloo, each with its own rollout
+    server, handed only the adapter after each update, as on one slot."""
+    job = grpo_job(vision_dir, tmp_path, pictures, maxSteps=2, every_steps=2, learningRate=0.05)
+    job.plan["model"], job.plan["execution"] = MODEL, {"gpus": 2}
+    job.devices, job.engine = ["cpu:0", "cpu:1"], "grpo-ddp"
+    reporter = RecordingReporter()
+    result = run_distributed(job, reporter)
+    adapter_bytes = sum(f.stat().st_size for f in (job.snapshot_dir(2) / "adapter").iterdir())
+    assert result.final_step == 2
+    assert reporter.what_trains().startswith(f"training {MODEL} with grpo on 8 prompts on cpu:0, cpu:1: ")
+    assert [set(p) == POINT_KEYS for p in reporter.points] == [True, True]
+    assert reporter.points[0]["handoffBytes"] == 0 and reporter.points[1]["handoffBytes"] == adapter_bytes
+    assert sorted(p.name for p in (job.work_dir / "rollouts").iterdir()) == ["rank-0", "rank-1"]
+    assert [(s["step"], s["manifest"]["gpus"], s["manifest"]["engine"]) for s in reporter.snapshots] == [
+        (2, 2, "grpo-ddp")]
