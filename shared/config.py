@@ -62,6 +62,11 @@ class Node:
     def devices(self) -> list[str]:
         return [f"{self.device_kind}:{i}" for i in range(self.device_count)]
 
+    def cpu_threads(self, slots: int = 1) -> int:
+        """The threads a grant of `slots` of this node's CPU slots computes with: the slots share
+        the machine's cores evenly, so work side by side on one node does not fight for them."""
+        return max(1, (os.cpu_count() or 1) * slots // max(1, self.device_count))
+
 
 @dataclass(frozen=True)
 class Pool:

@@ -84,6 +84,7 @@ class EndpointManager:
     def __init__(self, *, config: DeploymentConfig, client: redis.Redis, node: str, log: Any = None,
                  bind_host: str = "127.0.0.1", advertise_host: str | None = None, lease_ms: int = MANAGER_LEASE_MS):
         self.pool = config.pool_of_node(node)
+        self.node_config = config.node(node)
         if self.pool is None:
             raise ValueError(f"node {node} is not declared in the deployment config")
         # Serving processes listen on `bind_host`; their address names `advertise_host` (how the
@@ -220,7 +221,7 @@ class EndpointManager:
         try:
             spec = self.load_spec(doc)
             started = supervisor.start(spec=spec, devices=devices, endpoint_id=doc["id"], artifacts=self.artifacts,
-                                       host=self.bind_host)
+                                       host=self.bind_host, cpu_threads=self.node_config.cpu_threads(len(devices)))
         except Exception as exc:  # a missing model or adapter, a backend that cannot run here
             error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
             log.warning("serving process did not start", error=error)

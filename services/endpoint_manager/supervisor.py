@@ -45,16 +45,16 @@ class Started:
 
 
 def start(*, spec: Any, devices: list[str], endpoint_id: str, artifacts: ArtifactRoot,
-          host: str = "127.0.0.1") -> Started:
+          host: str = "127.0.0.1", cpu_threads: int | None = None) -> Started:
     """Write the load spec and start the serving process on a free port of `host` (the interface it
     listens on), with a secret of its own that every request but its /health probe must carry
     (recorded as `process.apiKey`: the API's proxy sends it, nothing else is given it). Raises if
-    it cannot."""
+    it cannot. `cpu_threads`: on CPU slots, the grant's share of the node's cores."""
     from shared.serving.backends import choose_backend
 
     folder = endpoint_dir(artifacts, endpoint_id)
     spec_path = spec.write(folder / SPEC_FILE)
-    backend = choose_backend(devices)
+    backend = choose_backend(devices, cpu_threads=cpu_threads)
     port = free_port("127.0.0.1" if host in ("0.0.0.0", "::") else host)
     api_key = secrets.token_urlsafe(32)
     argv, env = backend.command(spec, port=port, spec_path=spec_path, host=host, endpoint_id=endpoint_id,

@@ -211,7 +211,7 @@ def use_granted_devices(worker: Worker, devices: list[str]) -> str:
 
     node = worker.config.node(worker.node)
     if node is not None and node.device_kind == "cpu":
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // node.device_count))
+        torch.set_num_threads(node.cpu_threads())
     return "cpu"
 
 

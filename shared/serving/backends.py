@@ -57,6 +57,9 @@ class BuiltinBackend:
     devices: list[str] = field(default_factory=list)  # the granted devices, e.g. ["cpu:0"] or ["cuda:1"]
     python: str = sys.executable
     name: str = "builtin"
+    # On CPU slots: the threads torch computes with (the grant's share of the node's cores,
+    # `Node.cpu_threads`); None: torch's default, every core of the machine.
+    cpu_threads: int | None = None
 
     def command(self, spec, *, port, spec_path, host="127.0.0.1", endpoint_id=None, api_key=None):
         argv = [self.python, "-m", "shared.serving.server", "--host", host, "--port", str(port),
@@ -76,6 +79,12 @@ class BuiltinBackend:
             # An operator's own OMP_WAIT_POLICY (in the manager's environment) is kept.
             if "OMP_WAIT_POLICY" not in os.environ:
                 env["OMP_WAIT_POLICY"] = "PASSIVE"
+            # Only the grant's share of the cores. More threads than that take cores from the work
+            # beside it, and with the passive pool above they are slower even alone: a small
+            # model's many short parallel regions each wake sleeping threads (measured on 2 cores,
+            # 8 rollouts of a 19M model: 1.15-1.30 s on 2 threads, 0.57-0.75 s on 1; docs/performance.md).
+            if self.cpu_threads is not None:
+                env["OMP_NUM_THREADS"] = str(self.cpu_threads)
         return argv, env
 
 
@@ -165,9 +174,10 @@ def cuda_capability(devices: list[str]) -> tuple[int, int] | None:
 
 
 def choose_backend(devices: list[str], *, gpu_memory_utilization: float | None = None,
-                   max_model_len: int | None = None) -> Backend:
-    """vLLM where it can run (installed, and the grant is CUDA GPUs); the built-in server otherwise."""
+                   max_model_len: int | None = None, cpu_threads: int | None = None) -> Backend:
+    """vLLM where it can run (installed, and the grant is CUDA GPUs); the built-in server otherwise.
+    `cpu_threads`: on CPU slots, the share of the node's cores the built-in server computes with."""
     if _is_cuda(devices) and vllm_installed():
         return VllmBackend(devices=list(devices), compute_capability=cuda_capability(devices),
                            gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len)
-    return BuiltinBackend(devices=list(devices))
+    return BuiltinBackend(devices=list(devices), cpu_threads=None if _is_cuda(devices) else cpu_threads)

@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stop.serving = True
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    log.info("serving", host=args.host, port=server.server_port)
+    import torch
+
+    log.info("serving", host=args.host, port=server.server_port, threads=torch.get_num_threads())
     while not stop.event.wait(0.5):
         pass
     log.info("stopping", signal=stop.signal)

@@ -44,6 +44,21 @@ def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
+def test_on_cpu_slots_the_server_computes_with_the_trainers_threads(model_dir, tmp_path):
+    """The trainer and its rollout server take turns on the grant's cores (execution.use_granted_devices
+    set the trainer's threads to that share); the server is given as many."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            _, env = command(server(model_dir, tmp_path, GRPO_PLAN, devices=("cpu:0",)))
+            assert env["OMP_NUM_THREADS"] == str(threads)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_vllm_takes_the_share_the_trainer_leaves_free_and_serves_prompt_plus_completion(model_dir, tmp_path,
                                                                                         monkeypatch):
     on_a_cuda_node(monkeypatch, device_gib=4.0)

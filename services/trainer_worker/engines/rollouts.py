@@ -41,6 +41,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 @dataclass
 class HandOff:
     """One adapter hand-off: what it cost."""
@@ -113,7 +119,9 @@ class RolloutServer:
         from services.trainer_worker.engines import rollout_sizes
         from shared.serving.backends import VllmBackend, choose_backend
 
-        backend = choose_backend(self.devices)
+        # On CPU slots the server computes with the trainer's threads (its grant's share of the
+        # cores, set by execution.use_granted_devices or a rank): the two take turns, never both at once.
+        backend = choose_backend(self.devices, cpu_threads=_torch_threads())
         if isinstance(backend, VllmBackend) and self.plan is not None:
             backend = replace(backend, **rollout_sizes.vllm_sizes(
                 self.plan, model_dir=self.model_dir, parameters=parameters,

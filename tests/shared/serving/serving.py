@@ -31,8 +31,10 @@ class ServingProcess:
     """The built-in server as a subprocess, started the way the endpoint manager starts it
     (`BuiltinBackend.command`), with its stderr (JSON log lines) kept in a file."""
 
-    def __init__(self, spec: LoadSpec, workdir: Path, *, endpoint_id: str | None = None, api_key: str | None = None):
+    def __init__(self, spec: LoadSpec, workdir: Path, *, endpoint_id: str | None = None, api_key: str | None = None,
+                 cpu_threads: int | None = None):
         self.spec = spec
+        self.cpu_threads = cpu_threads
         self.api_key = api_key
         self.workdir = Path(workdir)
         self.port = free_port()
@@ -48,7 +50,7 @@ class ServingProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ServingProcess:
-        argv, extra_env = BuiltinBackend().command(self.spec, port=self.port, spec_path=self.spec_path,
+        argv, extra_env = BuiltinBackend(cpu_threads=self.cpu_threads).command(self.spec, port=self.port, spec_path=self.spec_path,
                                                    endpoint_id=self.endpoint_id, api_key=self.api_key)
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, **extra_env},

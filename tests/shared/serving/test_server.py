@@ -29,7 +29,8 @@ def spec(base_spec, adapter_dirs):
 
 @pytest.fixture(scope="module")
 def server(spec, tmp_path_factory):
-    proc = ServingProcess(spec, tmp_path_factory.mktemp("server"), endpoint_id="ep-test").start().wait_ready()
+    proc = ServingProcess(spec, tmp_path_factory.mktemp("server"), endpoint_id="ep-test",
+                          cpu_threads=1).start().wait_ready()
     yield proc
     proc.terminate()
 
@@ -75,7 +76,8 @@ def test_models_lists_the_base_and_its_adapters(client):
 def test_health_and_endpoint_bound_logs(server):
     assert requests.get(f"{server.base_url}/health", timeout=5).status_code == 200
     lines = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
-    assert any(line["event"] == "serving" and line["endpoint"] == "ep-test" for line in lines)
+    # it computes with the threads it was given (the grant's share of the cores), not every core
+    assert [(line["endpoint"], line["threads"]) for line in lines if line["event"] == "serving"] == [("ep-test", 1)]
 
 
 @pytest.mark.parametrize("model", [SERVED_NAME, "alpha"])

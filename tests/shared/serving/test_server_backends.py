@@ -4,11 +4,13 @@ tests: its command line is checked here, and the process itself only on a GPU no
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from shared.config import Node
 from shared.load_spec import LoadSpec
 from shared.serving import backends
 from shared.serving.backends import BuiltinBackend, VllmBackend, choose_backend
@@ -26,6 +28,18 @@ def test_builtin_command():
     assert env == {"CUDA_VISIBLE_DEVICES": "", "OMP_WAIT_POLICY": "PASSIVE"}
     _, cuda_env = BuiltinBackend(devices=["cuda:2"]).command(SPEC, port=1, spec_path=Path("s"))
     assert cuda_env == {"CUDA_VISIBLE_DEVICES": "2", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+
+
+def test_on_cpu_slots_the_builtin_server_computes_with_the_grants_share_of_the_cores(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    node = Node("n", "cpu", 4)
+    assert [node.cpu_threads(slots) for slots in (1, 2, 4)] == [4, 8, 16]
+    assert Node("small", "cpu", 4).cpu_threads() == 4 and Node("n", "cpu", 32).cpu_threads() == 1  # never 0
+    _, env = choose_backend(["cpu:0", "cpu:1"], cpu_threads=node.cpu_threads(2)).command(SPEC, port=1, spec_path=Path("s"))
+    assert env["OMP_NUM_THREADS"] == "8"
+    monkeypatch.setattr(backends, "vllm_installed", lambda: False)  # a GPU grant computes on its GPUs
+    _, cuda_env = choose_backend(["cuda:0"], cpu_threads=8).command(SPEC, port=1, spec_path=Path("s"))
+    assert "OMP_NUM_THREADS" not in cuda_env
 
 
 def test_vllm_command(tmp_path):
