@@ -53,7 +53,7 @@ def model_extras(extras: dict[str, Any] | None, device, *, dtype) -> dict[str, A
         out[key] = tensor.to(device=device, dtype=dtype if tensor.is_floating_point() else tensor.dtype)
     return out
 # The most completions one request may ask for (`n`): a GRPO group is rarely above 64.
-MAX_N = 256
+MAX_N = 256  # completions one generation holds: n, or n times the prompts of a request
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,8 @@ class Generator:
         model.generation_config.max_length = None
         eos = model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        # what shorter prompts of one batch are left-padded with (masked out: any id would do)
+        self.pad_id = next((i for i in (tokenizer.pad_token_id, *sorted(self.eos_ids)) if i is not None), 0)
         self.lock = threading.Lock()
         self.stopping = threading.Event()  # set once at shutdown: every generation ends at its next token
 
@@ -376,25 +378,31 @@ class Generator:
         finally:
             cancel.set()  # a client that stopped reading frees the model at the next token
 
-    def generate_many(self, prompt_ids: list[int], params: SamplingParams, model_name: str,
-                      extras: dict[str, Any] | None = None) -> list[Sampled]:
-        """`params.n` completions of one prompt, sampled in one batch (no streaming).
+    def generate_many(self, prompts: list[list[int]], params: SamplingParams, model_name: str,
+                      extras: dict[str, Any] | None = None) -> list[list[Sampled]]:
+        """`params.n` completions of each prompt, all sampled in one batch (no streaming).
 
         What a reinforcement run's rollouts need: a group of completions per prompt with their
-        token ids. With a seed the whole group repeats exactly. A stop string cuts a completion's
-        text and token ids at the first token whose text reaches it. `extras`: the prompt's other
-        inputs (`encode_chat_inputs`: an image-text prompt's pixel values), given to every row.
+        token ids, a step's groups together. Shorter prompts are left-padded behind the attention
+        mask, so each row continues its own prompt; a single prompt is not padded at all. With a
+        seed the whole batch repeats exactly. A stop string cuts a completion's text and token ids
+        at the first token whose text reaches it. `extras`: one prompt's other inputs
+        (`encode_chat_inputs`: an image-text prompt's pixel values), given to every row.
         """
         import torch
 
+        assert extras is None or len(prompts) == 1, "a prompt's pixels belong to that prompt alone"
+        width = max(map(len, prompts))
         with self.lock:
             if self.stopping.is_set():
                 raise ValidationFailed("the server is stopping")
             if params.seed is not None:
                 torch.manual_seed(params.seed)
             param = next(self.model.parameters())
-            ids = torch.tensor([prompt_ids] * params.n, device=param.device)
-            kwargs = dict(input_ids=ids, attention_mask=torch.ones_like(ids),
+            rows = [p for p in prompts for _ in range(params.n)]
+            ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in rows], device=param.device)
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in rows], device=param.device)
+            kwargs = dict(input_ids=ids, attention_mask=mask,
                           generation_config=self._generation_config(params),
                           **{key: torch.cat([value] * params.n) for key, value in model_extras(
                               extras, param.device, dtype=param.dtype).items()})
@@ -407,7 +415,8 @@ class Generator:
                 else:
                     with self.model.disable_adapter():
                         out = self.model.generate(**kwargs)
-        return [self._sampled(row[len(prompt_ids):].tolist(), params) for row in out]
+        sampled = [self._sampled(row[width:].tolist(), params) for row in out]
+        return [sampled[i * params.n:(i + 1) * params.n] for i in range(len(prompts))]
 
     def _sampled(self, generated: list[int], params: SamplingParams) -> Sampled:
         token_ids: list[int] = []

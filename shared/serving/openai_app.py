@@ -25,7 +25,7 @@ from shared import json_values, reasons
 from shared.errors import TrainerError, ValidationFailed
 from shared.images import content_faults
 from shared.reasons import SERVING_KEY_REQUIRED
-from shared.serving.generation import Generator, Outcome, SamplingParams
+from shared.serving.generation import MAX_N, Generator, Outcome, SamplingParams
 
 ERROR_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
 OWNED_BY = "the-trainer"
@@ -141,11 +141,18 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         log.info("weights updated", path=path, tensors=tensors)
         return jsonify({"tensors": tensors})
 
-    def prepared(body: dict[str, Any], prompt_ids: list[int]):
-        if not prompt_ids:
+    def prepared(body: dict[str, Any], *prompts: list[int]):
+        if not all(prompts):
             raise ValidationFailed("the prompt is empty", details={"param": "prompt"})
         params = SamplingParams.from_request(body, generator.defaults)
-        generator.check_length(prompt_ids, params)
+        if len(prompts) * params.n > MAX_N:
+            raise ValidationFailed(f"n times the number of prompts must be at most {MAX_N} on this server, got "
+                                   f"{params.n} x {len(prompts)}", details={"param": "prompt"})
+        if len(prompts) > 1 and body.get("stream"):
+            raise ValidationFailed("a request with several prompts cannot stream on this server",
+                                   details={"param": "stream"})
+        for prompt_ids in prompts:
+            generator.check_length(prompt_ids, params)
         return params
 
     def finished(kind: str, model: str, outcome: Outcome, started: float) -> None:
@@ -157,20 +164,14 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     def completions():
         started, body = time.monotonic(), _body()
         model = generator.check_model(body.get("model"))
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-            prompt = prompt[0]
-        if isinstance(prompt, str):
-            prompt_ids = generator.encode_prompt(prompt)
-        elif isinstance(prompt, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
-            prompt_ids = list(prompt)  # token ids, as vLLM accepts
-        else:
-            raise ValidationFailed("prompt must be a string, a list of one string, or a list of token ids",
-                                   details={"param": "prompt"})
-        params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
+        prompts = _prompts(generator, body.get("prompt"))
+        params = prepared(body, *prompts)
         head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()), "model": model}
-        if params.n > 1 or body.get("return_token_ids"):  # a group of completions, e.g. a GRPO run's rollouts
-            return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=False))
+        if len(prompts) > 1 or params.n > 1 or body.get("return_token_ids"):
+            # groups of completions in one batch, e.g. a GRPO step's rollouts
+            return jsonify(_many(generator, head, body, prompts, params, model, chat=False))
+        [prompt_ids] = prompts
+        outcome = Outcome(prompt_tokens=len(prompt_ids))
         pieces = generator.generate(prompt_ids, params, model, outcome)
         if body.get("stream"):
             def chunk(text: str, finish: str | None) -> dict[str, Any]:
@@ -190,7 +191,7 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         params, outcome = prepared(body, prompt_ids), Outcome(prompt_tokens=len(prompt_ids))
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model}
         if params.n > 1 or body.get("return_token_ids"):
-            return jsonify(_many(generator, head, body, prompt_ids, params, model, chat=True, extras=extras))
+            return jsonify(_many(generator, head, body, [prompt_ids], params, model, chat=True, extras=extras))
         pieces = generator.generate(prompt_ids, params, model, outcome, extras)
         if body.get("stream"):
             def chunk(text: str | None, finish: str | None) -> dict[str, Any]:
@@ -208,25 +209,49 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     return app
 
 
-def _many(generator: Generator, head: dict, body: dict, prompt_ids: list[int], params: SamplingParams, model: str,
+def _prompts(generator: Generator, prompt: Any) -> list[list[int]]:
+    """The token ids of each prompt of a completions request, in the OpenAI forms vLLM accepts: a
+    string, token ids, or a list of either (one prompt each)."""
+    def is_ids(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+
+    if isinstance(prompt, str):
+        return [generator.encode_prompt(prompt)]
+    if is_ids(prompt) and prompt:
+        return [list(prompt)]
+    if isinstance(prompt, list) and prompt and len(prompt) <= MAX_N:
+        if all(isinstance(p, str) for p in prompt):
+            return [generator.encode_prompt(p) for p in prompt]
+        if all(is_ids(p) for p in prompt):
+            return [list(p) for p in prompt]
+    raise ValidationFailed(f"prompt must be a string, a list of token ids, or a list of 1 to {MAX_N} of either",
+                           details={"param": "prompt"})
+
+
+def _many(generator: Generator, head: dict, body: dict, prompts: list[list[int]], params: SamplingParams, model: str,
           *, chat: bool, extras: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`n` completions in one response; with `return_token_ids` each choice carries `token_ids` and
-    `prompt_token_ids`, as vLLM's server answers (a chat's images are read by every completion)."""
-    sampled = generator.generate_many(prompt_ids, params, model, extras)
+    """`n` completions of each prompt in one response, prompt by prompt (choice `i * n + j` is the
+    j-th of prompt i, as vLLM's server orders them); with `return_token_ids` each choice carries
+    `token_ids` and `prompt_token_ids`, as vLLM's server answers (a chat's images are read by every
+    completion)."""
+    groups = generator.generate_many(prompts, params, model, extras)
     with_ids = bool(body.get("return_token_ids"))
     choices = []
-    for i, one in enumerate(sampled):
-        choice: dict[str, Any] = {"index": i, "logprobs": None, "finish_reason": one.finish_reason, "stop_reason": None}
-        if chat:
-            choice["message"] = {"role": "assistant", "content": one.text}
-        else:
-            choice["text"] = one.text
-        if with_ids:
-            choice.update(prompt_token_ids=list(prompt_ids), token_ids=one.token_ids)
-        choices.append(choice)
-    completion_tokens = sum(len(one.token_ids) for one in sampled)
-    usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
-             "total_tokens": len(prompt_ids) + completion_tokens}
+    for prompt_ids, sampled in zip(prompts, groups):
+        for one in sampled:
+            choice: dict[str, Any] = {"index": len(choices), "logprobs": None, "finish_reason": one.finish_reason,
+                                      "stop_reason": None}
+            if chat:
+                choice["message"] = {"role": "assistant", "content": one.text}
+            else:
+                choice["text"] = one.text
+            if with_ids:
+                choice.update(prompt_token_ids=list(prompt_ids), token_ids=one.token_ids)
+            choices.append(choice)
+    prompt_tokens = sum(map(len, prompts))
+    completion_tokens = sum(len(one.token_ids) for sampled in groups for one in sampled)
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "total_tokens": prompt_tokens + completion_tokens}
     return {**head, "object": "chat.completion" if chat else "text_completion", "choices": choices, "usage": usage}
 
 

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
+from services.trainer_worker.engines import grpo
 from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.grpo import load_prompt_rows, run_grpo
+from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.errors import ValidationFailed
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
@@ -168,3 +170,34 @@ def test_dataset_rows_of_every_format(tmp_path):
     path.write_text(json.dumps({"answer": "x"}) + "\n")
     with pytest.raises(ValidationFailed, match="line 1 has no prompt"):
         load_prompt_rows(path)
+
+
+class CountingServer(RolloutServer):
+    """The real rollout server; the test counts the prompts each completions request carried."""
+
+    requests: list[int] = []
+
+    def sample(self, prompts, **kwargs):
+        CountingServer.requests.append(len(prompts))
+        return super().sample(prompts, **kwargs)
+
+
+def test_a_steps_prompt_groups_are_sampled_in_one_request(model_dir, tmp_path):
+    """Two prompts a step (batch 16, 8 generations): one request with both, sampled as one batch by
+    the server, instead of one request per prompt."""
+    answer, _ = toy_answer(model_dir)
+    dataset = tmp_path / "two.jsonl"
+    dataset.write_text("".join(json.dumps({"prompt": p, "answer": answer}) + "\n"
+                               for p in ("What is the answer?", "What is the question here?")))
+    CountingServer.requests.clear()
+    reporter = RecordingReporter()
+    run_grpo(grpo_job(model_dir, tmp_path / "work", dataset, maxSteps=2), reporter, rollout_server=CountingServer)
+    assert CountingServer.requests == [2, 2] and [p["step"] for p in reporter.points] == [1, 2]
+
+
+def test_groups_asking_for_as_many_completions_share_a_request_up_to_its_bound(monkeypatch):
+    runs = [("a", 8), ("b", 8), ("c", 3), ("d", 8)]  # c: a group split with another device
+    assert grpo._text_batches(runs, skip={}) == [[0, 1, 3], [2]]
+    assert grpo._text_batches(runs, skip={1: None}) == [[0, 3], [2]]  # b went as a chat request
+    monkeypatch.setattr(grpo, "MAX_ROLLOUT_BATCH", 16)
+    assert grpo._text_batches(runs, skip={}) == [[0, 1], [3], [2]]

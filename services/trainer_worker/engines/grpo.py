@@ -55,13 +55,15 @@ from shared.images import image_count
 from shared.models import load_processor
 from shared.plans import plan_default
 from shared.rewards import check_rewards
-from shared.serving.generation import prompt_token_ids
+from shared.serving.generation import MAX_N, prompt_token_ids
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
 REFERENCE_WEIGHTS = "grpo_reference_adapter.safetensors"
 REFERENCE_ADAPTER = "ref"  # TRL's name for the frozen copy of an inherited adapter
-# Different seeds for each prompt group of each step, reproducible from the plan's seed.
+# Different seeds for each rollout request of each step (a batch of prompt groups, or an image
+# prompt's group), reproducible from the plan's seed.
 _SEED_STRIDE = 100_003
+MAX_ROLLOUT_BATCH = MAX_N  # completions one request asks for (the built-in server's bound)
 
 
 # What each format's prompt and answer are read from: gone from GRPO's view of the row.
@@ -234,6 +236,21 @@ def restore_reference(model, checkpoint: Path | None, reporter: Reporter) -> str
 
 # --- Rollouts through the serving process
 
+def _text_batches(runs: list[tuple[Any, int]], *, skip: dict) -> list[list[int]]:
+    """The runs sampled together, by index: the text prompts of a step asking for the same number of
+    completions (a request has one `n`; on several devices a group split between two of them asks
+    for fewer), at most MAX_ROLLOUT_BATCH completions a request."""
+    by_count: dict[int, list[list[int]]] = {}
+    for group, (_, count) in enumerate(runs):
+        if group in skip:
+            continue
+        batches = by_count.setdefault(count, [[]])
+        if (len(batches[-1]) + 1) * count > MAX_ROLLOUT_BATCH:
+            batches.append([])
+        batches[-1].append(group)
+    return [batch for batches in by_count.values() for batch in batches if batch]
+
+
 def _runs(prompts: list) -> list[tuple[Any, int]]:
     """Consecutive repeats of one prompt, as (prompt, count): TRL's sampler repeats each prompt
     numGenerations times in a row; on several devices a group may be split between two of them."""
@@ -268,16 +285,22 @@ def _rollout_function(server: RolloutServer, tokenizer, clock: StepClock, *, max
         if server.handed_step != step:  # the adapter of the last update, before anything is sampled
             clock.handoff = server.hand_off(trainer.accelerator.unwrap_model(trainer.model), step=step)
         started = time.perf_counter()
-        rank = trainer.accelerator.process_index
+        step_seed = seed + step * _SEED_STRIDE + trainer.accelerator.process_index * 1_000
+        runs = _runs(prompts)
+        sampled: dict[int, tuple[list[int], list[list[int]]]] = {}  # run -> prompt ids, completions
+        for group, (prompt, count) in enumerate(runs):
+            if images and isinstance(prompt, list):  # token ids cannot carry pixels: a chat request each
+                sampled[group] = server.sample_chat(openai_prompt(prompt), n=count, max_tokens=max_tokens,
+                                                    **sampling, seed=step_seed + group)
+        for batch in _text_batches(runs, skip=sampled):
+            ids = [prompt_token_ids(tokenizer, runs[group][0]) for group in batch]  # as an endpoint tokenizes
+            count = runs[batch[0]][1]
+            completions = server.sample(ids, n=count, max_tokens=max_tokens, **sampling,
+                                        seed=step_seed + batch[0])
+            sampled.update({group: (one_ids, one) for group, one_ids, one in zip(batch, ids, completions)})
         prompt_ids, completion_ids = [], []
-        for group, (prompt, count) in enumerate(_runs(prompts)):
-            group_seed = seed + step * _SEED_STRIDE + rank * 1_000 + group
-            if images and isinstance(prompt, list):
-                ids, completions = server.sample_chat(openai_prompt(prompt), n=count, max_tokens=max_tokens,
-                                                      **sampling, seed=group_seed)
-            else:
-                ids = prompt_token_ids(tokenizer, prompt)  # as an endpoint and an evaluation tokenize it
-                completions = server.sample(ids, n=count, max_tokens=max_tokens, **sampling, seed=group_seed)
+        for group, (_, count) in enumerate(runs):
+            ids, completions = sampled[group]
             prompt_ids += [ids] * count
             completion_ids += completions
         clock.generation_s += time.perf_counter() - started

@@ -185,19 +185,24 @@ class RolloutServer:
             raise RuntimeError(f"the rollout server answered {path} with {response.status_code}: {response.text[:500]}")
         return response
 
-    def sample(self, prompt_ids: list[int], *, n: int, max_tokens: int, temperature: float,
+    def sample(self, prompts: list[list[int]], *, n: int, max_tokens: int, temperature: float,
                seed: int | None, top_p: float = 1.0, top_k: int = -1,
-               repetition_penalty: float = 1.0) -> list[list[int]]:
-        """`n` completions of one tokenized prompt from the current adapter, as token ids. Every
-        sampling setting is sent (by default: none but the temperature), so the model's
-        generation_config, which fills what a request leaves out, cannot add its own."""
-        body = {"model": self.current, "prompt": prompt_ids, "n": n, "max_tokens": max_tokens,
+               repetition_penalty: float = 1.0) -> list[list[list[int]]]:
+        """`n` completions of each tokenized prompt from the current adapter, as token ids, prompt by
+        prompt. The prompts go in one request (the completions API's list of prompts), which the
+        server samples as one batch. Every sampling setting is sent (by default: none but the
+        temperature), so the model's generation_config, which fills what a request leaves out,
+        cannot add its own."""
+        body = {"model": self.current, "prompt": prompts, "n": n, "max_tokens": max_tokens,
                 "temperature": temperature, "top_p": top_p, "top_k": top_k,
                 "repetition_penalty": repetition_penalty, "return_token_ids": True}
         if seed is not None:
             body["seed"] = seed
-        choices = self._post("/v1/completions", body).json()["choices"]
-        return [list(c["token_ids"]) for c in sorted(choices, key=lambda c: c["index"])]
+        choices = sorted(self._post("/v1/completions", body).json()["choices"], key=lambda c: c["index"])
+        if len(choices) != n * len(prompts):
+            raise RuntimeError(f"the rollout server answered {len(choices)} completions for {len(prompts)} "
+                               f"prompt(s) x {n}")
+        return [[list(c["token_ids"]) for c in choices[i * n:(i + 1) * n]] for i in range(len(prompts))]
 
     def sample_chat(self, messages: list[dict[str, Any]], *, n: int, max_tokens: int, temperature: float,
                     seed: int | None, top_p: float = 1.0, top_k: int = -1,

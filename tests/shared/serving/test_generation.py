@@ -32,7 +32,7 @@ def prompt(generator) -> list[int]:
 
 def greedy(generator, body: dict) -> list[int]:
     params = SamplingParams.from_request({"temperature": 0, "max_tokens": 12, **body}, generator.defaults)
-    ids = generator.generate_many(prompt(generator), params, "tiny")[0].token_ids
+    ids = generator.generate_many([prompt(generator)], params, "tiny")[0][0].token_ids
     return [token for token in ids if token not in generator.eos_ids]
 
 
@@ -52,8 +52,21 @@ def test_a_request_without_a_top_k_filter_samples_beyond_the_models_top_k(genera
     params = SamplingParams.from_request({"temperature": 1.0, "top_k": -1, "repetition_penalty": 1.0, "n": 16,
                                           "max_tokens": 3, "seed": 7}, generator.defaults)
     assert generator.defaults["top_k"] == 1  # what the request would get if it named none
-    first_tokens = {tuple(s.token_ids[:1]) for s in generator.generate_many(prompt(generator), params, "tiny")}
+    first_tokens = {tuple(s.token_ids[:1]) for s in generator.generate_many([prompt(generator)], params, "tiny")[0]}
     assert len(first_tokens) > 1  # top_k 1 would give every completion the same first token
+
+
+def test_prompts_of_different_lengths_in_one_batch_each_continue_as_alone(generator):
+    """A step's prompt groups in one generation: the shorter prompt is left-padded behind the
+    attention mask, and each row's greedy answer is the one its prompt gets alone."""
+    short = generator.encode_chat([{"role": "user", "content": "Reverse: ox"}])
+    long = generator.encode_chat([{"role": "user", "content": "Reverse: a much longer line of words"}])
+    params = SamplingParams.from_request({"temperature": 0, "max_tokens": 8, "repetition_penalty": 1.0, "n": 2},
+                                         generator.defaults)
+    alone = [generator.generate_many([p], params, "tiny")[0][0].token_ids for p in (short, long)]
+    together = generator.generate_many([short, long], params, "tiny")
+    assert len(short) < len(long) and [[s.token_ids for s in group] for group in together] == [
+        [alone[0]] * 2, [alone[1]] * 2]
 
 
 def test_a_request_without_a_repetition_penalty_is_plain_greedy(generator):

@@ -84,9 +84,9 @@ def test_a_group_of_completions_reads_the_image_too(spec):
     prompt_ids, extras = generator.encode_chat_inputs(sample_question())
     assert "pixel_values" in extras
     params = SamplingParams.from_request({"max_tokens": 6, "temperature": 1.0, "n": 4, "seed": 3}, generator.defaults)
-    with_image = [s.token_ids for s in generator.generate_many(prompt_ids, params, SERVED, extras)]
-    assert with_image == [s.token_ids for s in generator.generate_many(prompt_ids, params, SERVED, extras)]
-    assert with_image != [s.token_ids for s in generator.generate_many(prompt_ids, params, SERVED)]
+    [with_image] = [[s.token_ids for s in group] for group in generator.generate_many([prompt_ids], params, SERVED, extras)]
+    assert with_image == [s.token_ids for s in generator.generate_many([prompt_ids], params, SERVED, extras)[0]]
+    assert with_image != [s.token_ids for s in generator.generate_many([prompt_ids], params, SERVED)[0]]
     # the image's soft token is never sampled: a completion holding one would be read as an image
     soft = tokenizer.convert_tokens_to_ids(IMAGE_SOFT)
     assert generator.suppressed == [soft] and soft in generator._generation_config(params).suppress_tokens

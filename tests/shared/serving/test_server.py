@@ -155,6 +155,26 @@ def test_a_group_of_sampled_completions_with_token_ids(server, client, spec):
     assert len(chat.choices) == 2 and chat.choices[1].message.role == "assistant"
 
 
+def test_a_list_of_prompts_is_one_batch_answered_prompt_by_prompt(server, client, in_process, spec):
+    """A GRPO step's rollouts in one request: prompts of different lengths (the shorter left-padded
+    in the batch) each get the completions they would get alone, choice i * n + j the j-th of
+    prompt i, as vLLM orders them; strings and token ids alike."""
+    from transformers import AutoTokenizer
+
+    prompts = [PROMPT, "A longer prompt than the first one, with more words in it, is here"]
+    answer = client.completions.create(model="alpha", prompt=prompts, n=2, max_tokens=16, temperature=0)
+    assert [c.index for c in answer.choices] == [0, 1, 2, 3]
+    assert [c.text for c in answer.choices] == [in_process("alpha", prompt=p) for p in prompts for _ in range(2)]
+    tokenizer = AutoTokenizer.from_pretrained(spec.model_dir)
+    ids = [tokenizer(p)["input_ids"] for p in prompts]
+    body = {"model": "alpha", "prompt": ids, "n": 3, "max_tokens": 8, "temperature": 1.0, "seed": 5,
+            "return_token_ids": True}
+    choices = requests.post(f"{server.base_url}/v1/completions", json=body, timeout=60).json()["choices"]
+    assert [c["prompt_token_ids"] for c in choices] == [ids[0]] * 3 + [ids[1]] * 3
+    again = requests.post(f"{server.base_url}/v1/completions", json=body, timeout=60).json()["choices"]
+    assert [c["token_ids"] for c in again] == [c["token_ids"] for c in choices]  # a seeded batch repeats
+
+
 def test_update_weights_replaces_every_base_weight(server, base_spec, tmp_path):
     """The old way of syncing a rollout server (all weights, bench/grpo_handoff.py's baseline)."""
     from safetensors.torch import save_file
@@ -228,6 +248,12 @@ def test_adapters_load_and_unload_at_run_time(server, client, in_process, adapte
         ("/v1/completions", {"prompt": "x", "max_tokens": 0}, 400, "max_tokens must be at least 1"),
         ("/v1/completions", {"prompt": "x", "max_tokens": 5000}, 400, "maximum context length is 2048"),
         ("/v1/completions", {"prompt": 3}, 400, "prompt must be"),
+        ("/v1/completions", {"prompt": []}, 400, "prompt must be a string, a list of token ids, or a list of 1 to 256"),
+        ("/v1/completions", {"prompt": ["x", [1, 2]]}, 400, "prompt must be"),
+        ("/v1/completions", {"prompt": [[1, 2], []]}, 400, "the prompt is empty"),
+        ("/v1/completions", {"prompt": ["x"] * 65, "n": 4}, 400,
+         "n times the number of prompts must be at most 256 on this server, got 4 x 65"),
+        ("/v1/completions", {"prompt": ["x", "y"], "stream": True}, 400, "several prompts cannot stream"),
         ("/v1/chat/completions", {"messages": []}, 400, "messages must be a non-empty list"),
         ("/v1/unload_lora_adapter", {}, 400, "'lora_name' must be provided"),
         ("/v1/nowhere", {}, 404, "Not Found"),
