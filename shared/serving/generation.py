@@ -18,8 +18,9 @@ from typing import Any
 
 from shared.errors import NotFound, ValidationFailed
 from shared.images import image_parts
-from shared.load_spec import LoadSpec, attach_adapter, sampling_defaults
+from shared.load_spec import LoadSpec, sampling_defaults
 from shared.models import load_processor
+from shared.serving.adapter_slots import AdapterSlots
 from shared.serving.image_inputs import encode, message_images, pixel_inputs
 
 _DONE = object()
@@ -172,7 +173,7 @@ class Generator:
         # An image-text model reads chat messages with image parts through its processor (image_inputs.py).
         self.processor = load_processor(spec.model_dir) if reads_images(model) else None
         self.suppressed = placeholder_token_ids(model)
-        self.adapters: dict[str, str] = dict(spec.adapters)
+        self.slots = AdapterSlots(spec.adapters)
         self.defaults = sampling_defaults(spec.generation_config)
         self.max_context = getattr(model.config, "max_position_embeddings", None)
         # Every generation here names max_new_tokens (the request's max_tokens, by default the model's
@@ -185,6 +186,11 @@ class Generator:
         self.pad_id = next((i for i in (tokenizer.pad_token_id, *sorted(self.eos_ids)) if i is not None), 0)
         self.lock = threading.Lock()
         self.stopping = threading.Event()  # set once at shutdown: every generation ends at its next token
+
+    @property
+    def adapters(self) -> dict[str, str]:
+        """The adapters served, by name: their directories."""
+        return self.slots.paths
 
     def shutdown(self, timeout_s: float = 10.0) -> bool:
         """Cancel generations and wait for the model to be idle, so the process never exits while a
@@ -203,19 +209,14 @@ class Generator:
         with self.lock:
             if name in self.adapters or name == self.spec.served_model_name:
                 raise ValidationFailed(f"The lora adapter '{name}' has already been loaded.", details={"param": "lora_name"})
-            self.model = attach_adapter(self.model, name, path)
+            self.model = self.slots.load(self.model, name, path)
             self.model.eval()
-            self.adapters[name] = path
 
     def unload_adapter(self, name: str) -> None:
         with self.lock:
             if name not in self.adapters:
                 raise NotFound(f"The lora adapter '{name}' cannot be found.", details={"param": "lora_name"})
-            del self.adapters[name]
-            if self.adapters:
-                self.model.delete_adapter(name)
-            else:  # a PeftModel without adapters cannot generate: take the LoRA layers out again
-                self.model = self.model.unload()
+            self.model = self.slots.unload(self.model, name)
 
     def update_weights(self, path: str) -> int:
         """Replace the base model's weights with the safetensors files of directory `path` (every
@@ -326,7 +327,7 @@ class Generator:
                     if not self.adapters:
                         self.model.generate(**kwargs)
                     elif model_name in self.adapters:
-                        self.model.set_adapter(model_name)
+                        self.slots.activate(self.model, model_name)
                         self.model.generate(**kwargs)
                     else:
                         with self.model.disable_adapter():
@@ -410,7 +411,7 @@ class Generator:
                 if not self.adapters:
                     out = self.model.generate(**kwargs)
                 elif model_name in self.adapters:
-                    self.model.set_adapter(model_name)
+                    self.slots.activate(self.model, model_name)
                     out = self.model.generate(**kwargs)
                 else:
                     with self.model.disable_adapter():

@@ -1,7 +1,8 @@
 """The built-in server's HTTP surface: the parts of vLLM's OpenAI-compatible server the trainer uses.
 
-`GET /health`, `GET /v1/models`, `POST /v1/completions`, `POST /v1/chat/completions` (both with
-`stream`; `n` > 1 and `return_token_ids` answer in one body), `POST /v1/load_lora_adapter`,
+`GET /health`, `GET /v1/models`, `POST /v1/completions` (one prompt, or a list of prompts sampled
+as one batch), `POST /v1/chat/completions` (both with `stream`; `n` > 1, several prompts and
+`return_token_ids` answer in one body), `POST /v1/load_lora_adapter`,
 `POST /v1/unload_lora_adapter`, and `POST /v1/update_weights` (built-in only: every base weight
 from a directory of safetensors, the baseline bench/grpo_handoff.py measures). Bodies and errors answer
 like vLLM's (`{"error": {"message", "type", "param", "code"}}`), so the endpoint manager, the API's

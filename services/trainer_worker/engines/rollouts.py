@@ -157,8 +157,15 @@ class RolloutServer:
         directory = self.work_dir / "adapters" / name
         if directory.exists():
             shutil.rmtree(directory)
-        peft_model.save_pretrained(str(directory), selected_adapters=[POLICY_ADAPTER], safe_serialization=True)
-        (directory / "README.md").unlink(missing_ok=True)  # PEFT's model card: nothing a server reads
+        # PEFT writes a model card (README.md) first, which no server reads: half the save's time
+        # (17 of 34 ms on the benchmark's 19M model). Shadowed for this save; should PEFT rename
+        # the method, the card is written and removed below, as before.
+        peft_model.create_or_update_model_card = lambda *args, **kwargs: None
+        try:
+            peft_model.save_pretrained(str(directory), selected_adapters=[POLICY_ADAPTER], safe_serialization=True)
+        finally:
+            del peft_model.create_or_update_model_card
+        (directory / "README.md").unlink(missing_ok=True)
         size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
         return name, directory, size
 

@@ -83,3 +83,48 @@ def test_the_models_max_length_does_not_bound_or_warn(generator):
     outcome = Outcome(prompt_tokens=0)
     "".join(generator.generate(prompt(generator), params, "tiny", outcome))
     assert outcome.completion_tokens <= 30
+
+
+def test_an_adapter_copied_into_the_slot_of_one_unloaded_answers_as_if_loaded_fresh(base_spec, adapter_dirs):
+    """A rollout server's hand-off (load policy-N, unload policy-N-1) copies the new weights into the
+    modules of the adapter unloaded before it instead of building them anew; what it serves is the
+    same as a fresh load's."""
+    import dataclasses
+
+    def answers(generator: Generator, name: str) -> list[int]:
+        params = SamplingParams.from_request({"temperature": 0, "max_tokens": 8, "repetition_penalty": 1.0},
+                                             generator.defaults)
+        return generator.generate_many([prompt(generator)], params, name)[0][0].token_ids
+
+    spec = dataclasses.replace(base_spec, adapters={"policy-0": str(adapter_dirs["alpha"])})
+    generator = Generator(*load_model(spec), spec)
+    fresh = {name: answers(Generator(*load_model(dataclasses.replace(base_spec, adapters={name: str(path)})),
+                                     dataclasses.replace(base_spec, adapters={name: str(path)})), name)
+             for name, path in adapter_dirs.items()}
+    assert fresh["alpha"] != fresh["beta"]
+    for step, adapter in enumerate(["beta", "alpha", "beta"], start=1):
+        generator.load_adapter(f"policy-{step}", str(adapter_dirs[adapter]))
+        generator.unload_adapter(f"policy-{step - 1}")
+        assert list(generator.adapters) == [f"policy-{step}"]
+        assert answers(generator, f"policy-{step}") == fresh[adapter]
+    assert generator.slots.copied == 2  # policy-1 was built by PEFT (no spare yet); 2 and 3 were copied
+    assert len(generator.model.peft_config) == 2  # the served adapter and one spare, never more
+    generator.unload_adapter("policy-3")  # the last one: back to the base model, no LoRA layers left
+    assert not hasattr(generator.model, "peft_config")
+    torch.use_deterministic_algorithms(False)  # load_model's process-wide switch
+
+
+def test_an_adapter_of_another_shape_is_loaded_by_peft_and_the_spare_dropped(base_spec, adapter_dirs, tmp_path):
+    import dataclasses
+
+    from tests.shared.serving.serving import make_adapter
+
+    spec = dataclasses.replace(base_spec, adapters={"a": str(adapter_dirs["alpha"]), "b": str(adapter_dirs["beta"])})
+    generator = Generator(*load_model(spec), spec)
+    generator.unload_adapter("a")
+    assert generator.slots.spare == "a"
+    other = make_adapter(base_spec.model_dir, tmp_path / "rank-2", seed=3, rank=2)
+    generator.load_adapter("a", str(other))  # its old name again, another rank: not copied
+    assert generator.slots.copied == 0 and generator.slots.spare is None
+    assert sorted(generator.model.peft_config) == ["a", "b"] and generator.model.peft_config["a"].r == 2
+    torch.use_deterministic_algorithms(False)
