@@ -78,6 +78,9 @@ def test_snapshots_and_the_rollout_server(trained, model_dir):
     files = sorted(p.name for p in (job.work_dir / "rollouts" / "adapters" / "policy-11").iterdir())
     assert files == ["adapter_config.json", "adapter_model.safetensors"]
     assert "ready in" in reporter.what_trains() and "KL reference none" in reporter.what_trains()
+    # The built-in server was started before the trainer had its model (loading beside it), with no
+    # adapter: the first one was handed to it once it answered.
+    assert json.loads((job.work_dir / "rollouts" / "load_spec.json").read_text())["adapters"] == {}
 
 
 @pytest.fixture(scope="module")

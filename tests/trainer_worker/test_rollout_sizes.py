@@ -59,6 +59,12 @@ def test_on_cpu_slots_the_server_computes_with_the_trainers_threads(model_dir, t
         torch.set_num_threads(before)
 
 
+def test_vllm_waits_for_the_trainers_model_and_the_builtin_server_does_not(model_dir, tmp_path, monkeypatch):
+    on_a_cuda_node(monkeypatch, device_gib=4.0)
+    rollouts = server(model_dir, tmp_path, GRPO_PLAN)
+    assert rollouts.launch_early() is False and rollouts.proc is None  # sized by the model: started in start()
+
+
 def test_vllm_takes_the_share_the_trainer_leaves_free_and_serves_prompt_plus_completion(model_dir, tmp_path,
                                                                                         monkeypatch):
     on_a_cuda_node(monkeypatch, device_gib=4.0)

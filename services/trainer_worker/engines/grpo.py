@@ -355,15 +355,29 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     policy (bench/grpo_handoff.py passes the full-weights baseline)."""
     import os
 
-    from datasets import Dataset
-
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
-    from trl import GRPOTrainer
-
     quiet_progress()
 
     plan = job.plan
     rewards = _check(job)
+    server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
+                            devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job), plan=plan)
+    # The built-in server imports and loads beside the trainer from here on; vLLM starts once the
+    # trainer's model is loaded (it is sized by it).
+    server.launch_early()
+    try:
+        trainer, callback, restored = _train(job, reporter, server, rewards)
+    finally:
+        server.stop()
+    return finish_training(job, restored, trainer, callback)
+
+
+def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards: list):
+    """The TRL trainer built and trained, with `server` for its rollouts: (trainer, callback, restore)."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    plan = job.plan
     restored, tokenizer, model = load_for_training(job, reporter)
     args = grpo_config(job)
     rows = load_prompt_rows(job.dataset_path)
@@ -378,8 +392,6 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
                                             judge_address=job.judge_address, reporter=reporter, clock=clock.reward)
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
                              reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
-    server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
-                           devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job), plan=plan)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
     trainer = without_printer(GRPOTrainer(
@@ -396,19 +408,16 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     reference = "none"
     if args.beta > 0:
         reference = restore_reference(peft_model, restored.checkpoint if restored else None, reporter)
-    try:
-        started = time.perf_counter()
-        # The server starts with the adapter as it is now; a trainingState restore loads the same
-        # weights inside train(), so the first hand-off (step N of a resumed run) is skipped.
-        server.start(peft_model, step=int(restored.manifest["step"]) if restored and restored.checkpoint else 0)
-        reporter.event(
-            f"training {plan.get('model')} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
-            f"{int(setting(plan, 'hyperparameters', 'batchSize')) // args.num_generations} prompt(s) x "
-            f"{args.num_generations} completions per step, KL reference {reference}; rollouts from a serving "
-            f"process at {server.base_url} (ready in {time.perf_counter() - started:.1f}s)"
-            + restore_phrase(restored)
-        )
-        trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
-    finally:
-        server.stop()
-    return finish_training(job, restored, trainer, callback)
+    started = time.perf_counter()
+    # The server gets the adapter as it is now; a trainingState restore loads the same weights
+    # inside train(), so the first hand-off (step N of a resumed run) is skipped.
+    server.start(peft_model, step=int(restored.manifest["step"]) if restored and restored.checkpoint else 0)
+    reporter.event(
+        f"training {plan.get('model')} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
+        f"{int(setting(plan, 'hyperparameters', 'batchSize')) // args.num_generations} prompt(s) x "
+        f"{args.num_generations} completions per step, KL reference {reference}; rollouts from a serving "
+        f"process at {server.base_url} (ready in {time.perf_counter() - started:.1f}s)"
+        + restore_phrase(restored)
+    )
+    trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
+    return trainer, callback, restored

@@ -87,15 +87,40 @@ class RolloutServer:
             device="cuda" if self.devices[0].startswith("cuda") else "cpu",
         )
 
+    def launch_early(self) -> bool:
+        """Start the process now, before the trainer has its model, where its backend needs nothing
+        of that model (the built-in server; vLLM is sized by the model's parameters and the
+        adapter's rank), so its imports and loading overlap the trainer's; `start` then waits for
+        it and hands it the first adapter. False where it must wait for `start`."""
+        from shared.serving.backends import BuiltinBackend, choose_backend
+
+        backend = choose_backend(self.devices, cpu_threads=_torch_threads())
+        if not isinstance(backend, BuiltinBackend):
+            return False
+        self._launch(backend, adapters={})
+        return True
+
     def start(self, peft_model, *, step: int) -> RolloutServer:
-        """Start the process with the adapter of `step` already loaded, and wait until it answers."""
+        """The process with the adapter of `step` loaded, answering: started now with it, or, if
+        `launch_early` started it, handed it once it answers."""
         from services.trainer_worker.engines.rollout_sizes import base_parameters
 
-        self.work_dir.mkdir(parents=True, exist_ok=True)
         name, directory = self._initial_policy(peft_model, step)
-        spec = self._spec({name: str(directory)} if directory is not None else {})
+        if self.proc is None:
+            adapters = {name: str(directory)} if directory is not None else {}
+            self._launch(self.backend(parameters=base_parameters(peft_model)), adapters=adapters)
+            self._wait_ready()
+        else:
+            self._wait_ready()
+            if directory is not None:
+                self._post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(directory)})
+        self.current, self.current_dir, self.handed_step = name, directory, step
+        return self
+
+    def _launch(self, backend, *, adapters: dict[str, str]) -> None:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        spec = self._spec(adapters)
         spec_path = spec.write(self.work_dir / "load_spec.json")
-        backend = self.backend(parameters=base_parameters(peft_model))
         argv, extra_env = backend.command(spec, port=self.port, spec_path=spec_path, api_key=self.api_key)
         env = {**os.environ, **extra_env}
         env.setdefault("TRAINING_LOG_LEVEL", "WARNING")
@@ -107,9 +132,6 @@ class RolloutServer:
             # A worker that dies takes its rollout server with it (PR_SET_PDEATHSIG).
             self.proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log,
                                          preexec_fn=_die_with_parent)
-        self._wait_ready()
-        self.current, self.current_dir, self.handed_step = name, directory, step
-        return self
 
     def backend(self, *, parameters: int):
         """The serving backend for this server's devices; vLLM (on CUDA) gets the share of the GPU
