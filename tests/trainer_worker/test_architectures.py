@@ -162,9 +162,10 @@ def test_grpo_trains_on_chat_prompts_and_hands_the_adapter_over(name, models, tm
     tokenizer = load_tokenizer(model_dir)
     templated = [prompt_token_ids(tokenizer, p) for p in prompts]
     eos = set(load_causal_lm(model_dir, "fp32").generation_config.eos_token_id)
-    assert len(seen) == 6  # 2 prompt groups a step
+    assert len(seen) == 3  # one request a step, holding its 2 prompt groups
     for body, answer in seen:
-        assert body["prompt"] in templated  # through the model's own chat template
+        assert len(body["prompt"]) == 2 and len(answer["choices"]) == 2 * 4
+        assert all(p in templated for p in body["prompt"])  # through the model's own chat template
         # the run's sampling, whatever the model's generation_config says (Qwen2.5: top_k 20, ...)
         assert (body["temperature"], body["top_p"], body["top_k"], body["repetition_penalty"]) == (1.0, 1.0, -1, 1.0)
         for choice in answer["choices"]:
