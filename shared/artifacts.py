@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
+from shared.private_files import FILE_MODE, make_private, private_dirs
+
 
 class ArtifactStore(Protocol):
     def put_dir(self, source: Path, key: str, *, move: bool = False) -> str:
@@ -124,8 +126,10 @@ class ArtifactRoot:
 
     # --- ArtifactStore
     def put_dir(self, source: Path, key: str, *, move: bool = False) -> str:
+        """Publish a folder at `key`, whole at once (a rename), readable by this user only: files
+        0600 and folders 0700 whatever modes the source had (shared/private_files.py)."""
         target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(target.parent)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
         try:
             if move:
@@ -138,7 +142,7 @@ class ArtifactRoot:
             else:
                 shutil.rmtree(staging)
                 shutil.copytree(source, staging, symlinks=False)
-            staging.chmod(0o755)  # mkdtemp makes 0700: every node and service user reads it
+            make_private(staging)
             old = None
             if target.exists():  # renamed away whole, then dropped: never deleted file by file in place
                 old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-old-"))
@@ -154,8 +158,9 @@ class ArtifactRoot:
         return self.path(key)
 
     def put_file(self, key: str, data: bytes | BinaryIO) -> str:
+        """Write a file at `key`, whole at once (a rename), readable by this user only (0600)."""
         target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(target.parent)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -163,7 +168,7 @@ class ArtifactRoot:
                     fh.write(data)
                 else:
                     shutil.copyfileobj(data, fh)
-            os.chmod(tmp, 0o644)
+            os.chmod(tmp, FILE_MODE)  # mkstemp's own mode, said here so that no change of it loosens it
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
@@ -195,9 +200,7 @@ class ArtifactRoot:
             target.unlink(missing_ok=True)
 
     def scratch(self, key: str) -> Path:
-        directory = self.path(key)
-        directory.mkdir(parents=True, exist_ok=True)
-        return directory
+        return private_dirs(self.path(key))
 
     # --- shorthands any store has: local copies of the artifacts most code reads
     def dataset_path(self, digest: str) -> Path:

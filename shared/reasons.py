@@ -785,3 +785,31 @@ def tracker_failed(tracker: str, what: str, error: str) -> str:
 
 def run_has_no_tensorboard_events(run_id: str) -> str:
     return f"run {run_id} has no TensorBoard event files yet: they are written from its first step"
+
+
+# --- Reward calls that cannot be let run: patterns RE2 refuses, registered functions past their
+# time budget (shared/rewards.py, shared/reward_process.py). `where` is the reward entry
+# (grpo.rewards.0) at submission, or the step / row being scored ("step 3", "row 7").
+
+def reward_pattern_refused(where: str, problem: str) -> str:
+    """A regex reward's pattern that RE2 does not compile (a backreference, a lookaround, a
+    possessive quantifier, a repetition past 1000, or plain bad syntax)."""
+    return (f"{where}.pattern: RE2, which matches reward patterns, refuses it: {problem}; it has no "
+            "backreferences, lookahead or lookbehind, so that no pattern can take more than linear time "
+            "on a completion")
+
+
+def reward_call_overran(where: str, key: str, reference: str, budget_s: float) -> str:
+    """A registered reward function gave no score for one completion within its budget."""
+    return (f"{where}: reward {key} ({reference}) did not score a completion within {budget_s:g}s, so it was "
+            "stopped (the budget of one reward call is TRAINING_REWARD_CALL_BUDGET_S on the worker)")
+
+
+def reward_call_raised(where: str, key: str, error: str) -> str:
+    """A registered reward function raised on a completion."""
+    return f"{where}: reward {key} failed on a completion: {error}"
+
+
+def reward_process_ended(where: str, key: str, how: str) -> str:
+    """The process that runs registered reward functions ended while scoring (`how`: how_it_ended)."""
+    return f"{where}: the process scoring reward {key} {how} before it gave a score"

@@ -12,6 +12,10 @@ With a password (given, or the URL's own), the Redis it starts requires it (the 
 carries it), and the commands that would let a client reach beyond the data are disabled
 (`DISABLED_COMMANDS`: `CONFIG SET dir` + `SAVE` writes files as the Redis user; `MODULE LOAD` runs
 code; `DEBUG`, replication and flushes have no business in the trainer's store).
+
+Its data folder is 0700 and its files 0600 (the AOF holds every secret of the store, serving keys
+included): the folder is made and tightened here, and Redis runs under umask 077 (here, or under
+the supervisor's), with an allow-listed environment (shared/child_env.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlparse, urlunparse
 
 import redis
+
+from shared.child_env import child_env
+from shared.private_files import FILE_MODE, make_private, private_dirs, use_private_umask
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 DISABLED_COMMANDS = ("CONFIG", "DEBUG", "MODULE", "SLAVEOF", "REPLICAOF", "MIGRATE", "FLUSHALL", "FLUSHDB",
@@ -81,10 +88,11 @@ def ensure_redis(
         return url, None
     data_dir = Path(data_dir)
     started_url, command = redis_command(url, data_dir, executable=executable, password=password)
-    log = open(data_dir / "redis.log", "ab")
+    log = os.fdopen(os.open(data_dir / "redis.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE), "ab")
     try:
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            env=child_env(), preexec_fn=use_private_umask,  # its AOF is this user's only
         )
     finally:
         log.close()
@@ -117,7 +125,8 @@ def redis_command(
     if port_in_use(bind, port):  # something that is not Redis (it did not answer PING) holds it
         port = free_port(bind)
     data_dir = Path(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(data_dir)
+    make_private(data_dir)  # an AOF an older version left 0644 under 0755 folders: every key is in it
     exe = executable or redis_executable()
     command = [
         exe, "--port", str(port), "--bind", bind, "--dir", str(data_dir),

@@ -8,8 +8,12 @@ Built-in functions, each `(completion, row, **parameters) -> float | None`:
     exact_match  1.0 when the completion equals the row's `field` (default `answer`), compared with
                  whitespace collapsed and ends stripped; else 0.0. None when the row has no such
                  field (the row is not scored by it).
-    regex        1.0 when the whole completion (ends stripped) matches `pattern` (re.fullmatch,
-                 DOTALL): a format check; else 0.0.
+    regex        1.0 when the whole completion (ends stripped) matches `pattern` (a full match,
+                 `.` matching newlines too): a format check; else 0.0. Matched by RE2
+                 (google-re2), in time linear in the completion whatever the pattern: a pattern
+                 such as `(.*.*)*Z`, which backtracks for ages in Python's `re`, cannot stall a
+                 worker. RE2 has no backreferences, lookahead or lookbehind; `check_rewards`
+                 refuses a pattern that uses them, naming the field and the construct.
     length       a penalty for missing a `target` length in characters: -|len - target| / target,
                  0.0 at the target, -1.0 at nothing or at twice the target.
 
@@ -26,6 +30,9 @@ worker, which runs the function, imports it (`imported=True`). Where the signatu
 (no source found, the name is not a plain `def`), the check waits for the worker, which fails the
 work saying why.
 
+A deployment's registered functions run, each call under a time budget, in a process of their own
+(shared/reward_process.py); the built-in ones run where they are called.
+
 A judge is an endpoint asked, through its OpenAI chat API, to score a completion; its answer is
 parsed to a number by `parse_judge_score` (None when it holds none: the caller records that).
 """
@@ -33,13 +40,15 @@ parsed to a number by `parse_judge_score` (None when it holds none: the caller r
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.machinery
 import inspect
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import re2
 
 from shared import reasons
 from shared.errors import ValidationFailed
@@ -59,7 +68,31 @@ def exact_match(completion: str, row: Mapping[str, Any], *, field: str | None = 
 
 
 def regex(completion: str, row: Mapping[str, Any], *, pattern: str) -> float:
-    return 1.0 if re.fullmatch(pattern, completion.strip(), flags=re.DOTALL) else 0.0
+    return 1.0 if compile_pattern(pattern).fullmatch(completion.strip()) is not None else 0.0
+
+
+def _pattern_options() -> re2.Options:
+    options = re2.Options()
+    options.dot_nl = True  # as re.DOTALL: a format check spans the completion's lines
+    options.log_errors = False  # a refused pattern is the caller's sentence, not a line on stderr
+    return options
+
+
+@functools.lru_cache(maxsize=256)
+def compile_pattern(pattern: str):
+    """A reward pattern compiled by RE2 (cached: a reward matches every completion of a run).
+    Raises re2.error, whose text names the construct RE2 refuses."""
+    return re2.compile(pattern, _pattern_options())
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why RE2 refuses `pattern` (e.g. `invalid perl operator: (?=`), or None when it compiles."""
+    try:
+        compile_pattern(pattern)
+    except re2.error as exc:
+        problem = exc.args[0] if exc.args else exc
+        return problem.decode(errors="replace") if isinstance(problem, bytes) else str(problem)
+    return None
 
 
 def length(completion: str, row: Mapping[str, Any], *, target: int) -> float:
@@ -273,11 +306,9 @@ def _check_builtin(where: str, function: str, entry: Mapping[str, Any]) -> None:
         if not entry.get("pattern"):
             raise ValidationFailed(f"{where}.pattern: the regex reward needs a pattern",
                                    details={"field": f"{where}.pattern"})
-        try:
-            re.compile(entry["pattern"])
-        except (re.error, RecursionError, OverflowError) as exc:  # nested or counted past what re compiles
-            raise ValidationFailed(f"{where}.pattern: not a regular expression: {exc}",
-                                   details={"field": f"{where}.pattern"}) from None
+        problem = pattern_problem(entry["pattern"])
+        if problem is not None:
+            raise ValidationFailed(reasons.reward_pattern_refused(where, problem), details={"field": f"{where}.pattern"})
     target = entry.get("target")
     if function == "length" and not (isinstance(target, int) and not isinstance(target, bool) and target > 0):
         raise ValidationFailed(f"{where}.target: the length reward needs a target length of 1 or more "
@@ -303,13 +334,6 @@ def function_of(entry: Mapping[str, Any], registered: Mapping[str, str] | None =
     return bound
 
 
-def score_functions(rewards: list[Mapping[str, Any]], completion: str, row: Mapping[str, Any], *,
-                    registered: Mapping[str, str] | None = None) -> dict[str, float | None]:
-    """Each function reward's score of one completion, by `reward_key` (judges are left out)."""
-    return {reward_key(rewards, i): function_of(entry, registered)(completion, row)
-            for i, entry in enumerate(rewards) if entry.get("function")}
-
-
 def weighted_total(rewards: list[Mapping[str, Any]], scores: Mapping[str, float | None]) -> float:
     """The reward a completion gets: the weighted sum of its scores (a missing score counts 0)."""
     return sum(float(entry.get("weight", 1.0)) * float(scores.get(reward_key(rewards, i)) or 0.0)
@@ -322,7 +346,8 @@ JUDGE_SYSTEM_PROMPT = (
     "You grade answers. Reply with one number from 0 to 10 and nothing else: 10 for a correct, "
     "complete answer, 0 for a wrong or empty one."
 )
-_NUMBER = re.compile(r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?")
+# RE2 too, like reward patterns: a judge's answer is text a model made up, parsed in linear time.
+_NUMBER = re2.compile(r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?", _pattern_options())
 
 
 def judge_messages(prompt: Any, completion: str, row: Mapping[str, Any] | None = None) -> list[dict[str, str]]:

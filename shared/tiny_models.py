@@ -274,13 +274,6 @@ def _build(name: str, target: Path) -> dict[str, Any]:
     return facts
 
 
-def _make_readable(directory: Path) -> None:
-    """mkdtemp makes a 0700 directory; every node and service user sharing the volume reads it."""
-    directory.chmod(0o755)
-    for path in directory.iterdir():
-        path.chmod(0o644)
-
-
 def ensure_builtin(name: str, artifacts: ArtifactRoot) -> Path:
     """Build the built-in model `name` into the artifact store unless it is there; return a local
     directory holding it.
@@ -301,7 +294,6 @@ def ensure_builtin(name: str, artifacts: ArtifactRoot) -> Path:
                 staging = Path(tempfile.mkdtemp(dir=scratch, prefix=f".{name}-build-"))
                 try:
                     _build(name, staging)
-                    _make_readable(staging)
                     artifacts.put_dir(staging, key, move=True)
                 finally:
                     shutil.rmtree(staging, ignore_errors=True)

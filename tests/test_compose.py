@@ -78,6 +78,8 @@ def test_no_secret_has_a_default_and_nothing_is_open_without_one():
     flower = services()["flower"]
     assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
     assert all(port.startswith("127.0.0.1:") for port in flower["ports"])
+    for name, spec in services().items():  # only the API checks tokens (issue 26)
+        assert ("TRAINING_ADMIN_TOKEN" in (spec.get("environment") or {})) == (name == "api"), name
     for name, spec in services().items():
         url = (spec.get("environment") or {}).get("TRAINING_REDIS_URL")
         assert name == "redis" or url is None or "${TRAINING_REDIS_PASSWORD:?" in url, name

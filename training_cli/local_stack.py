@@ -29,6 +29,7 @@ import shared
 from shared import reasons
 from shared.config import load_config, training_home
 from shared.errors import TrainerError
+from shared.private_files import private_dirs, use_private_umask
 from shared.redis_server import RedisStartError, free_port, port_in_use, redis_answers, redis_command
 from training_cli import supervisor as supervision
 from training_cli.errors import CliError
@@ -89,6 +90,7 @@ def service_commands(port: int, nodes: list[str]) -> dict[str, list[str]]:
 def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
     """Start the stack (its supervisor, which starts the services) and wait until its API answers;
     returns its address and the supervisor's process (None when the stack was already up)."""
+    use_private_umask()  # what this writes (the state folder, cli.yaml) and what it starts is this user's only
     state = StackState()
     existing = running_stack(state)
     if existing:
@@ -125,7 +127,11 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
     api_url = api_url_for(port)
     state.save_info({"apiUrl": api_url, "port": port, "redisUrl": redis_url})
     services.update(service_commands(port, nodes))
-    supervision.write_plan(state, services)
+    private_dirs(env["TRAINING_ARTIFACT_ROOT"])  # older files inside are out of others' reach through it
+    # Only the API checks tokens: the other services never see the admin token, nor does Redis
+    # (whose password is in its 0600 config file) see any of the trainer's variables.
+    supervision.write_plan(state, services, bare=(supervision.REDIS,),
+                           withhold={name: list(ADMIN_ONLY) for name in services if name != "api"})
     watcher = spawn(state, SUPERVISOR, supervision.command(state), env)
 
     with out.status(f"waiting for the trainer API at {api_url} ..."):
@@ -157,8 +163,14 @@ def without_password(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+# What only the API needs of the stack's environment.
+ADMIN_ONLY = ("TRAINING_ADMIN_TOKEN",)
+# The CLI's own settings (training_cli/settings.py): no service reads them.
+CLI_ONLY = ("TRAINING_TOKEN", "TRAINING_API_URL")
+
+
 def service_env(redis_url: str, token: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {name: value for name, value in os.environ.items() if name not in CLI_ONLY}
     env.update(
         TRAINING_REDIS_URL=redis_url,
         TRAINING_ADMIN_TOKEN=token,

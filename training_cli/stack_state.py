@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.config import training_home
+from shared.private_files import make_private, private_dirs
 
 # Stop order: the supervisor (so that it restarts nothing), whatever depends on others, Redis last.
 STOP_ORDER = ("supervisor", "worker", "endpoint-manager", "scheduler", "api", "redis")
@@ -66,8 +67,12 @@ class StackState:
         self.redis_dir = self.root / "redis"
 
     def prepare(self) -> None:
+        """The state folders, 0700; what an older version left in them (logs, Redis's AOF) tightened
+        to this user's only (shared/private_files.py)."""
+        private_dirs(self.root.parent)  # TRAINING_HOME: cli.yaml, the artifacts
         for folder in (self.root, self.pids, self.logs):
-            folder.mkdir(parents=True, exist_ok=True)
+            private_dirs(folder)
+        make_private(self.root)
 
     def log_path(self, name: str) -> Path:
         return self.logs / f"{name}.log"

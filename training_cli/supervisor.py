@@ -34,6 +34,8 @@ from datetime import datetime
 from pathlib import Path
 
 from shared import reasons
+from shared.child_env import child_env
+from shared.private_files import use_private_umask
 from shared.redis_server import redis_answers
 from training_cli.stack_state import StackState
 
@@ -51,6 +53,10 @@ REDIS = "redis"
 class Service:
     name: str
     command: list[str]
+    # the variables of the supervisor's environment this service does not get (its secrets it does
+    # not need); `bare`: it gets only the allow-list of shared/child_env.py (Redis: no trainer variable)
+    withhold: tuple[str, ...] = ()
+    bare: bool = False
     process: subprocess.Popen | None = None
     started_at: float = 0.0  # monotonic
     restarts: int = 0
@@ -59,12 +65,17 @@ class Service:
     start_at: float = 0.0  # monotonic: when it may be started (again)
 
 
-def write_plan(state: StackState, services: dict[str, list[str]]) -> Path:
-    """What the supervisor runs, in start order (Redis first when the stack has its own)."""
+def write_plan(state: StackState, services: dict[str, list[str]], *,
+               withhold: dict[str, list[str]] | None = None, bare: tuple[str, ...] = ()) -> Path:
+    """What the supervisor runs, in start order (Redis first when the stack has its own):
+    `withhold` names, per service, the variables it must not inherit; `bare` the services that get
+    only the allow-listed environment."""
+    withhold = withhold or {}
     path = state.root / PLAN
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
-        json.dump({"services": [{"name": name, "command": command} for name, command in services.items()]}, out)
+        json.dump({"services": [{"name": name, "command": command, "withhold": list(withhold.get(name, ())),
+                                 "bare": name in bare} for name, command in services.items()]}, out)
     return path
 
 
@@ -85,8 +96,8 @@ class Supervisor:
         try:
             with open(self.state.log_path(service.name), "ab") as log:
                 service.process = subprocess.Popen(
-                    service.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
-                    cwd=self.state.root, start_new_session=True)
+                    service.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=self.env_of(service), cwd=self.state.root, start_new_session=True)
         except OSError as exc:  # its program is gone: keep trying, as for a service that exits
             service.process = None
             delay_s = self._next_delay(service)
@@ -96,6 +107,15 @@ class Supervisor:
         service.started_at = time.monotonic()
         self._record(service)
         self.log(reasons.service_started(service.name, service.process.pid, service.restarts))
+
+    def env_of(self, service: Service) -> dict[str, str]:
+        """A service's environment: the supervisor's, less what the plan withholds from it."""
+        env = dict(self.env if self.env is not None else os.environ)
+        if service.bare:
+            return child_env(parent=env)
+        for name in service.withhold:
+            env.pop(name, None)
+        return env
 
     def _record(self, service: Service) -> None:
         self.state.record(service.name, service.process.pid, service.command, restarts=service.restarts,
@@ -171,11 +191,13 @@ def _kill_group(pid: int, sig: signal.Signals) -> None:
 
 def load(state: StackState) -> list[Service]:
     plan = json.loads((state.root / PLAN).read_text())
-    return [Service(entry["name"], list(entry["command"])) for entry in plan["services"]]
+    return [Service(entry["name"], list(entry["command"]), tuple(entry.get("withhold") or ()), bool(entry.get("bare")))
+            for entry in plan["services"]]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    use_private_umask()  # the services and Redis (its AOF) inherit it: every file of the stack is private
     state = StackState(Path(args[0]))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

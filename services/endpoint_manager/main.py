@@ -20,6 +20,7 @@ from services.endpoint_manager.manager import MANAGER_LEASE_MS, EndpointManager
 from shared import logs
 from shared.config import load_config
 from shared.errors import TrainerError
+from shared.private_files import use_private_umask
 from shared.store import connect
 
 PASS_EVERY_S = 0.5
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-serving-on-exit", action="store_true",
                         help="stop this node's serving processes when the manager exits")
     args = parser.parse_args(argv)
+    use_private_umask()  # load specs, serving logs: this user's only (shared/private_files.py)
     log = logs.configure("endpoint_manager").bind(node=args.node)
     try:
         config = load_config()

@@ -19,6 +19,7 @@ from typing import Any
 import requests
 
 from shared.artifacts import ArtifactRoot, endpoint_key, join
+from shared.child_env import child_env
 from shared.redis_server import free_port
 from shared.times import now_iso
 
@@ -64,7 +65,8 @@ def start(*, spec: Any, devices: list[str], endpoint_id: str, artifacts: Artifac
         log.write(f"--- {now_iso()} starting: {' '.join(map(str, argv))}\n".encode())
         log.flush()
         popen = subprocess.Popen(
-            [str(a) for a in argv], cwd=REPO, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+            # only the allow-listed environment: never the manager's Redis URL (its password) or tokens
+            [str(a) for a in argv], cwd=REPO, env=child_env(env), stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     name = getattr(backend, "name", None) or type(backend).__name__

@@ -23,6 +23,7 @@ from shared.claims.queue import ClaimQueue
 from shared.config import DeploymentConfig, load_config
 from shared.errors import TrainerError
 from shared.keys import Keys
+from shared.private_files import use_private_umask
 from shared.store import Store, connect
 
 WAKEUP_WAIT_S = 1  # the longest a submitted claim waits for a pass
@@ -71,6 +72,7 @@ def serve(
 
 
 def main() -> int:
+    use_private_umask()  # whatever it writes is this user's only (shared/private_files.py)
     log = logs.configure("scheduler")
     try:
         config = load_config()

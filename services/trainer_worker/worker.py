@@ -15,6 +15,7 @@ import warnings
 from shared import logs
 from shared.celery_app import make_celery, node_queue
 from shared.config import load_config
+from shared.private_files import use_private_umask
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--node", default=os.environ.get("TRAINING_NODE"), required="TRAINING_NODE" not in os.environ)
     parser.add_argument("--loglevel", default="INFO")
     args = parser.parse_args(argv)
+    use_private_umask()  # snapshots, events, job files of its task children: this user's only
     config = load_config()
     node = config.node(args.node)
     if node is None:

@@ -27,6 +27,7 @@ import warnings
 
 from shared import logs
 from shared.errors import TrainerError
+from shared.private_files import use_private_umask
 
 SERVICE = "endpoint-server"
 API_KEY_ENV = "TRAINING_SERVING_API_KEY"  # the bearer token requests must carry (shared/serving/backends.py)
@@ -60,6 +61,7 @@ class _Stop:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    use_private_umask()  # whatever it (or the model's code) writes is this user's only
     log = logs.configure(SERVICE, args.log_level)
     if args.endpoint_id:
         log = log.bind(endpoint=args.endpoint_id)

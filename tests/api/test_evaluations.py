@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import place_snapshot_files
 
 from services.scheduler.dispatch import dispatch_granted, sweep
+from shared import reasons
 from shared.claims.queue import ClaimQueue
 
 
@@ -80,6 +81,11 @@ def test_bad_requests_name_what_was_wrong(client, admin, dataset, snapshot):
     assert resp.status_code == 400 and resp.json["error"]["message"] == (
         "evaluation field rewards.0.function: no reward function bleu in this deployment; it has exact_match, "
         "length, regex")
+    resp = create(client, admin, dataset, rewards=[{"function": "exact_match"}, {"function": "regex",
+                                                                                 "pattern": "(?<=a)b"}])
+    assert resp.status_code == 400 and resp.json["error"]["details"]["field"] == "rewards.1.pattern"
+    assert resp.json["error"]["message"] == "evaluation field " + reasons.reward_pattern_refused(
+        "rewards.1", "invalid perl operator: (?<=")
     unreadable = snapshot(contents={"weights": {"format": "onnx-lora"}, "trainingState": None})
     resp = create(client, admin, dataset, snapshot=unreadable)
     assert resp.status_code == 422 and resp.json["error"]["message"] == (

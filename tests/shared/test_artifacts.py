@@ -43,7 +43,31 @@ def test_put_dir_publishes_a_whole_directory_and_replaces_the_old_one(store, tmp
     assert not (tmp_path / "b").exists()  # moved
     assert store.list(key) == [join(key, "snapshot.json")]  # nothing of the old one is left
     assert (store.get_dir(key) / "snapshot.json").read_text() == "2"
-    assert oct(store.get_dir(key).stat().st_mode & 0o777) == "0o755"
+    assert oct(store.get_dir(key).stat().st_mode & 0o777) == "0o700"
+
+
+def test_what_the_store_writes_is_readable_by_its_own_user_only(store, tmp_path):
+    """Issue 26: a dataset (put_file) and a snapshot (put_dir, here from a folder whose files are
+    0644 under 0755 folders, as a copy from elsewhere may be) come out 0600 files in 0700 folders,
+    whatever the umask."""
+    old = os.umask(0o022)
+    try:
+        source = a_directory(tmp_path / "open", **{"snapshot.json": "{}", "adapter/weights": "w"})
+        for path in (source, source / "adapter", source / "snapshot.json", source / "adapter" / "weights"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        store.put_dir(source, snapshot_key("run-1", 1))
+        store.put_file("datasets/ab/cd.jsonl", b"{}\n")
+        store.scratch("runs/run-1/work")
+    finally:
+        os.umask(old)
+    written = [store.root / p for p in ("runs", "runs/run-1", "runs/run-1/snapshots", snapshot_key("run-1", 1),
+                                       join(snapshot_key("run-1", 1), "adapter"), "datasets", "datasets/ab",
+                                       "runs/run-1/work")]
+    assert {p.relative_to(store.root).as_posix(): oct(p.stat().st_mode & 0o777) for p in written} == {
+        p.relative_to(store.root).as_posix(): "0o700" for p in written}
+    files = [store.root / "datasets/ab/cd.jsonl", store.root / snapshot_key("run-1", 1) / "snapshot.json",
+             store.root / snapshot_key("run-1", 1) / "adapter" / "weights"]
+    assert {oct(p.stat().st_mode & 0o777) for p in files} == {"0o600"}
 
 
 def test_a_reader_finds_a_whole_directory_or_none_never_a_part(store, tmp_path):

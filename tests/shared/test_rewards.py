@@ -8,6 +8,7 @@ import pytest
 
 from shared import reasons, rewards
 from shared.errors import ValidationFailed
+from shared.reward_process import RewardScorer
 from shared.plans import parse_plan
 
 
@@ -25,6 +26,40 @@ def test_regex_is_a_whole_completion_format_check():
     assert rewards.regex("<a>x\ny</a>", {}, pattern=r"<a>.*</a>") == 1.0
 
 
+HOSTILE_PATTERN = "(.*.*)*Z"  # issue 26: Python's re backtracks exponentially on it, holding the GIL
+
+
+@pytest.mark.timeout(60)  # Python's re takes ages on 40 characters; RE2 is linear in the completion
+def test_a_catastrophic_pattern_is_matched_in_linear_time():
+    rewards.check_rewards([{"function": "regex", "pattern": HOSTILE_PATTERN}])
+    assert rewards.regex("a" * 40, {}, pattern=HOSTILE_PATTERN) == 0.0
+    assert rewards.regex("a" * 100_000, {}, pattern=HOSTILE_PATTERN) == 0.0
+    assert rewards.regex("ab\ncZ", {}, pattern=HOSTILE_PATTERN) == 1.0
+
+
+@pytest.mark.parametrize("pattern, problem", [
+    (r"(a)\1", r"invalid escape sequence: \1"),  # a backreference
+    ("(?=a)a", "invalid perl operator: (?="),  # lookahead
+    ("(?<!a)b", "invalid perl operator: (?<!"),  # lookbehind
+    ("a++", "bad repetition operator: ++"),  # possessive
+    ("(", "missing ): ("),
+])
+def test_a_pattern_re2_refuses_is_refused_at_submission_naming_the_field_and_the_construct(pattern, problem):
+    with pytest.raises(ValidationFailed) as caught:
+        rewards.check_rewards([{"function": "exact_match"}, {"function": "regex", "pattern": pattern}])
+    assert caught.value.message == reasons.reward_pattern_refused("grpo.rewards.1", problem)
+    assert caught.value.message == (f"grpo.rewards.1.pattern: RE2, which matches reward patterns, refuses it: "
+                                    f"{problem}; it has no backreferences, lookahead or lookbehind, so that no "
+                                    "pattern can take more than linear time on a completion")
+    assert caught.value.details == {"field": "grpo.rewards.1.pattern"}
+
+
+def test_a_judge_answer_is_parsed_by_re2_too():
+    assert rewards.parse_judge_score("7") == pytest.approx(0.7)
+    assert rewards.parse_judge_score("score: 3 / 4") == pytest.approx(0.75)
+    assert rewards.parse_judge_score("x" * 100_000) is None
+
+
 def test_length_is_zero_at_the_target_and_minus_one_at_nothing_or_twice_it():
     assert rewards.length("abcd", {}, target=4) == 0.0
     assert rewards.length("", {}, target=4) == -1.0
@@ -35,12 +70,12 @@ def test_length_is_zero_at_the_target_and_minus_one_at_nothing_or_twice_it():
 def test_scores_weights_and_keys():
     entries = [{"function": "exact_match", "weight": 2.0}, {"function": "length", "target": 2, "weight": 1.0},
                {"judge": "ep-1", "weight": 1.0}]
-    scores = rewards.score_functions(entries, "4", {"answer": "4"})
+    scores = RewardScorer(entries).score_one("4", {"answer": "4"}, where="row 0")
     assert scores == {"exact_match": 1.0, "length": -0.5}
     assert rewards.weighted_total(entries, {**scores, "judge:ep-1": 0.5}) == pytest.approx(2.0 - 0.5 + 0.5)
     twice = [{"function": "regex", "pattern": "a"}, {"function": "regex", "pattern": "b"}]
     assert [rewards.reward_key(twice, i) for i in range(2)] == ["regex#1", "regex#2"]
-    assert rewards.score_functions(twice, "b", {}) == {"regex#1": 0.0, "regex#2": 1.0}
+    assert RewardScorer(twice).score_one("b", {}, where="row 0") == {"regex#1": 0.0, "regex#2": 1.0}
 
 
 def registered_reward(completion, row, *, bonus=0.0):
@@ -65,7 +100,8 @@ def test_registered_functions_are_loaded_by_reference_with_their_parameters():
     registered = {"answer_length": f"{__name__}:registered_reward"}
     entries = [{"function": "answer_length", "weight": 1.0, "bonus": 0.5}]
     rewards.check_rewards(entries, registered=registered)
-    assert rewards.score_functions(entries, "x", {"answer": "abc"}, registered=registered) == {"answer_length": 3.5}
+    with RewardScorer(entries, registered) as scorer:  # in a process of its own (shared/reward_process.py)
+        assert scorer.score_one("x", {"answer": "abc"}, where="row 0") == {"answer_length": 3.5}
     with pytest.raises(ValidationFailed, match="cannot be loaded"):
         rewards.load_registered("no_such_module_here:f")
 
@@ -74,7 +110,6 @@ def test_registered_functions_are_loaded_by_reference_with_their_parameters():
     ({"function": "nope"}, "grpo.rewards.0.function: no reward function nope in this deployment; it has "
                            "exact_match, length, regex"),
     ({"function": "regex"}, "grpo.rewards.0.pattern: the regex reward needs a pattern"),
-    ({"function": "regex", "pattern": "("}, "grpo.rewards.0.pattern: not a regular expression"),
     ({"function": "length", "target": 0}, "grpo.rewards.0.target: the length reward needs a target length"),
     ({"function": "exact_match", "judge": "ep-1"}, "grpo.rewards.0: a reward names either a function or a judge "
                                                    "endpoint, not both"),

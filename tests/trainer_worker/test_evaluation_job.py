@@ -158,3 +158,33 @@ def test_a_ready_judge_endpoint_is_asked_for_every_row(worker, granted, tmp_path
     warns = [e["message"] for e in worker.store.events(evaluation_id) if e["level"] == "warn"]
     assert warns == ([f"judge endpoint {judge} answered 1 row(s) with no score; those rows have no judge score"]
                      if row["judge"] is None else [])
+
+
+HOSTILE_PATTERN = "(.*.*)*Z"  # issue 26: Python's re backtracks exponentially on it, holding the GIL
+
+
+def test_a_pattern_that_backtracks_for_ever_in_python_is_scored(worker, granted):
+    evaluation_id, claim = granted(rewards=[{"function": "regex", "pattern": HOSTILE_PATTERN}], maxTokens=48)
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "SUCCEEDED"
+    doc = worker.store.get(evaluation_id)
+    rows = [json.loads(line) for line in worker.artifacts.path(doc["results"]["path"]).read_text().splitlines()]
+    print(f"completion of {len(rows[0]['completion'])} characters matched against {HOSTILE_PATTERN}")
+    assert doc["metrics"]["rewards"] == {"regex": 1.0 if rows[0]["completion"].strip().endswith("Z") else 0.0}
+
+
+def test_a_registered_reward_past_its_budget_fails_it_naming_the_row(worker, granted, monkeypatch):
+    """The function hangs inside Python's re (holding its process's interpreter lock); it runs in a
+    process of its own, which is stopped when the call's budget is spent."""
+    from dataclasses import replace
+
+    from shared import reasons
+
+    reference = "tests.shared.test_reward_process:catastrophic_reward"
+    worker.config = replace(worker.config, reward_functions={"stuck": reference})
+    monkeypatch.setenv("TRAINING_REWARD_CALL_BUDGET_S", "2")
+    evaluation_id, claim = granted(rewards=[{"function": "stuck"}])
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "FAILED"
+    assert worker.store.get(evaluation_id)["detail"] == "evaluation failed: RewardCallFailed: " + \
+        reasons.reward_call_overran("row 0", "stuck", reference, 2.0)
+    assert worker.claims().get(claim["id"])["state"] == "RELEASED"
+    assert not worker.redis.exists(worker.keys.lease(evaluation_id))

@@ -14,6 +14,7 @@ from services.trainer_worker.judges import JudgeTarget
 from shared import reasons
 from shared.load_spec import LoadSpec, model_generation_config
 from shared.plans import parse_plan
+from shared.reward_process import RewardCallFailed, RewardScorer
 from shared.rewards import ask_judge, check_rewards, judge_messages, parse_judge_score
 from tests.shared.serving.serving import ServingProcess
 from tests.trainer_worker.doubles import RecordingReporter
@@ -63,6 +64,20 @@ def test_a_registered_function_receives_its_parameters_from_the_plan():
                                               clock=RewardClock())
     assert call(at_least) == [0.5 if len(c) >= 5 else 0.0 for c in COMPLETIONS]  # threshold 5, scale 0.5
     assert call(anything) == [2.0 + 2 * len(c) for c in COMPLETIONS]  # two parameters given (null is not), scale 2
+
+
+def test_a_registered_function_past_its_budget_fails_the_step_naming_it():
+    """A deployment's function that hangs holding its interpreter lock (Python's re on issue 26's
+    pattern) runs in a process of its own: TRL's call of it raises with the step and the reward."""
+    reference = "tests.shared.test_reward_process:catastrophic_reward"
+    rewards = [{"function": "exact_match", "weight": 1.0}, {"function": "stuck", "weight": 1.0}]
+    with RewardScorer(rewards, {"stuck": reference}, budget_s=2.0) as scorer:
+        exact, stuck = trl_reward_functions(rewards, registered={"stuck": reference}, judge_address=None,
+                                            reporter=None, clock=RewardClock(), scorer=scorer)
+        with pytest.raises(RewardCallFailed) as caught:
+            call(stuck, step=2)
+        assert str(caught.value) == reasons.reward_call_overran("step 3", "stuck", reference, 2.0)
+        assert call(exact) == [1.0] * 4 + [0.0] * 4  # built-ins run here, untouched
 
 
 def test_a_judge_scores_each_completion_and_reports_answers_with_no_number(judge):

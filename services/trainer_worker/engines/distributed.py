@@ -26,7 +26,6 @@ so no rank is ever left running.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import re
@@ -42,6 +41,7 @@ from pathlib import Path
 
 from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult, check_restore
 from shared import reasons
+from shared.child_env import child_env, die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 POLL_S = 0.1
@@ -74,7 +74,7 @@ def run_distributed(job: TrainingJob, reporter: Reporter) -> TrainingResult:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "services.trainer_worker.engines.distributed", str(job_file)],
                     env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
-                    stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), preexec_fn=_die_with_parent,
+                    stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), preexec_fn=die_with_parent,  # a rank dies with the worker
                 ))
                 log.close()
             conn = _accept(listener, procs, ranks_dir)
@@ -84,7 +84,10 @@ def run_distributed(job: TrainingJob, reporter: Reporter) -> TrainingResult:
 
 
 def _rank_env(job: TrainingJob, address: tuple[str, int], authkey: bytes) -> dict[str, str]:
-    env = dict(os.environ)
+    """A rank's environment: the allow-list of shared/child_env.py (no Redis URL, no token: a rank
+    talks to the outside through rank 0's relay; a grpo judge's address is read through the job
+    file, 0600) and the torch.distributed variables."""
+    env = child_env()
     threads = str(_threads_per_rank(len(job.devices)))
     env.update({
         "MASTER_ADDR": "127.0.0.1",
@@ -112,14 +115,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: the kernel kills this rank if the worker process dies."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:  # not Linux: _stop_all still covers every ending of the parent that runs Python
-        pass
 
 
 def _accept(listener: Listener, procs: list[subprocess.Popen], ranks_dir: Path) -> Connection:

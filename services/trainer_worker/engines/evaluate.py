@@ -14,7 +14,9 @@ every row:
   (`Generator.encode_chat_inputs`: each image expanded into its tokens, its pixel values beside),
   for the loss as for the completion.
 - **exact match** and **rewards**: shared/rewards.py's functions on the completion, where the row
-  has a reference (exact match compares with the reference, whitespace collapsed).
+  has a reference (exact match compares with the reference, whitespace collapsed); a deployment's
+  registered functions run in a process of their own, each call under a time budget
+  (shared/reward_process.py): one that overruns or raises fails the evaluation naming the row.
 - **judge**: an endpoint asked to grade each (prompt, completion); unparsable answers are counted.
 
 Rows are scored one at a time under the generator's lock (the load spec's batch-invariant mode), and
@@ -30,6 +32,7 @@ from typing import Any
 
 from services.trainer_worker.engines.loss_masks import common_prefix, conversation_ids
 from shared import rewards as reward_functions
+from shared.reward_process import RewardScorer
 from shared.datasets import row_prompt, row_reference
 
 EXACT_MATCH = "exact_match"
@@ -163,41 +166,42 @@ def score(
     reward_scores: dict[str, list[float]] = {}
     judged: list[float] = []
     result = Scores(metrics={})
-    for item in items:
-        if should_stop():
-            result.stopped = True
-            break
-        prompt, extras = prompt_inputs(generator, item.prompt)
-        out: dict[str, Any] = {"row": item.index, "prompt": item.prompt, "reference": item.reference}
-        if item.reference is not None:
-            target = target_ids(generator, item, prompt, extras)
-            if target:
-                nll = target_nll(generator, model_name, prompt, target, extras)
-                nll_sum += nll
-                target_tokens += len(target)
-                out.update(loss=nll / len(target), targetTokens=len(target))
-        text, finish, tokens = greedy_completion(generator, model_name, prompt, max_tokens, extras)
-        out.update(completion=text, finishReason=finish, completionTokens=tokens)
-        if item.reference is not None:
-            match = reward_functions.exact_match(text, {"answer": item.reference})
-            matches.append(match)
-            out["exactMatch"] = match
-        reward_row = {**item.row, "answer": item.row.get("answer", item.reference)}
-        scores = reward_functions.score_functions(rewards, text, reward_row, registered=registered)
-        for name, value in scores.items():
-            if value is not None:
-                reward_scores.setdefault(name, []).append(value)
-        out["rewards"] = scores
-        if judge is not None:
-            answer = judge(item.prompt, text, reward_row)
-            parsed = reward_functions.parse_judge_score(answer)
-            out.update(judge=parsed, judgeAnswer=answer)
-            if parsed is None:
-                result.judge_unparsable += 1
-            else:
-                judged.append(parsed)
-        result.rows.append(out)
-        on_row(len(result.rows), len(items))
+    with RewardScorer(rewards, registered) as scorer:
+        for item in items:
+            if should_stop():
+                result.stopped = True
+                break
+            prompt, extras = prompt_inputs(generator, item.prompt)
+            out: dict[str, Any] = {"row": item.index, "prompt": item.prompt, "reference": item.reference}
+            if item.reference is not None:
+                target = target_ids(generator, item, prompt, extras)
+                if target:
+                    nll = target_nll(generator, model_name, prompt, target, extras)
+                    nll_sum += nll
+                    target_tokens += len(target)
+                    out.update(loss=nll / len(target), targetTokens=len(target))
+            text, finish, tokens = greedy_completion(generator, model_name, prompt, max_tokens, extras)
+            out.update(completion=text, finishReason=finish, completionTokens=tokens)
+            if item.reference is not None:
+                match = reward_functions.exact_match(text, {"answer": item.reference})
+                matches.append(match)
+                out["exactMatch"] = match
+            reward_row = {**item.row, "answer": item.row.get("answer", item.reference)}
+            scores = scorer.score_one(text, reward_row, where=f"row {item.index}")
+            for name, value in scores.items():
+                if value is not None:
+                    reward_scores.setdefault(name, []).append(value)
+            out["rewards"] = scores
+            if judge is not None:
+                answer = judge(item.prompt, text, reward_row)
+                parsed = reward_functions.parse_judge_score(answer)
+                out.update(judge=parsed, judgeAnswer=answer)
+                if parsed is None:
+                    result.judge_unparsable += 1
+                else:
+                    judged.append(parsed)
+            result.rows.append(out)
+            on_row(len(result.rows), len(items))
     loss = nll_sum / target_tokens if target_tokens else None
     result.metrics = {
         "rows": len(result.rows),

@@ -54,6 +54,7 @@ from shared.errors import ValidationFailed
 from shared.images import image_count
 from shared.models import load_processor
 from shared.plans import plan_default
+from shared.reward_process import RewardScorer
 from shared.rewards import check_rewards
 from shared.serving.generation import MAX_N, prompt_token_ids
 
@@ -365,14 +366,16 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
     # The built-in server imports and loads beside the trainer from here on; vLLM starts once the
     # trainer's model is loaded (it is sized by it).
     server.launch_early()
+    scorer = RewardScorer(rewards, job.reward_functions)
     try:
-        trainer, callback, restored = _train(job, reporter, server, rewards)
+        trainer, callback, restored = _train(job, reporter, server, rewards, scorer)
     finally:
+        scorer.close()
         server.stop()
     return finish_training(job, restored, trainer, callback)
 
 
-def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards: list):
+def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards: list, scorer: RewardScorer):
     """The TRL trainer built and trained, with `server` for its rollouts: (trainer, callback, restore)."""
     from datasets import Dataset
     from trl import GRPOTrainer
@@ -389,7 +392,8 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
 
     clock = StepClock(reward=RewardClock())
     reward_functions = trl_reward_functions(rewards, registered=job.reward_functions,
-                                            judge_address=job.judge_address, reporter=reporter, clock=clock.reward)
+                                            judge_address=job.judge_address, reporter=reporter, clock=clock.reward,
+                                            scorer=scorer)
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
                              reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,

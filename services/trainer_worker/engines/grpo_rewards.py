@@ -4,6 +4,10 @@ TRL calls each with the batch's prompts and completions plus every dataset colum
 weighs their outputs with `reward_weights`; it logs `rewards/NAME/mean|std` under each function's
 `__name__`, which is set to `shared.rewards.reward_key` so metrics and plan entries match.
 
+Function rewards are scored by one `shared.reward_process.RewardScorer` per run: the built-in ones
+here, a deployment's registered ones in a process of their own under a time budget per call; an
+overrun (or a function that raises) fails the step with a sentence naming the step and the reward.
+
 A judge is asked through its serving process's chat API (`shared.rewards.ask_judge`) at the address
 its endpoint has while READY, read fresh for every batch. An answer with no number scores 0 for that
 completion, and the step's count of such answers becomes a warn event. A judge that cannot be
@@ -20,7 +24,8 @@ from typing import Any
 import requests
 
 from shared import reasons
-from shared.rewards import ask_judge, function_of, judge_messages, parse_judge_score, reward_key
+from shared.reward_process import RewardScorer
+from shared.rewards import ask_judge, judge_messages, parse_judge_score, reward_key
 
 JUDGE_WAIT_S = 120.0
 JUDGE_RETRY_S = 1.0
@@ -54,12 +59,16 @@ def _step(kwargs: Mapping[str, Any]) -> int:
 
 def trl_reward_functions(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, str],
                          judge_address: Callable[[str], Any] | None, reporter, clock: RewardClock,
-                         judge_wait_s: float = JUDGE_WAIT_S) -> list[Callable[..., list[float | None]]]:
+                         judge_wait_s: float = JUDGE_WAIT_S,
+                         scorer: RewardScorer | None = None) -> list[Callable[..., list[float | None]]]:
+    """`scorer`: what scores the function rewards (the caller closes it when training ends); one is
+    made when none is given (its process, if any, ends with it)."""
+    scorer = scorer or RewardScorer(rewards, registered)
     functions = []
     for i, entry in enumerate(rewards):
         key = reward_key(rewards, i)
         if entry.get("function"):
-            function = _function_reward(function_of(entry, registered), clock)
+            function = _function_reward(scorer, i, clock)
         else:
             function = _judge_reward(str(entry["judge"]), judge_address, reporter, clock, judge_wait_s)
         function.__name__ = key
@@ -67,11 +76,11 @@ def trl_reward_functions(rewards: list[Mapping[str, Any]], *, registered: Mappin
     return functions
 
 
-def _function_reward(bound: Callable[[str, Mapping], float | None], clock: RewardClock):
+def _function_reward(scorer: RewardScorer, index: int, clock: RewardClock):
     def reward(prompts, completions, **kwargs) -> list[float | None]:
         started = time.perf_counter()
         rows = _rows(kwargs, len(completions))
-        scores = [bound(completion_text(c), row) for c, row in zip(completions, rows)]
+        scores = scorer.score(index, [completion_text(c) for c in completions], rows, where=f"step {_step(kwargs)}")
         clock.seconds += time.perf_counter() - started
         return scores
 

@@ -15,7 +15,6 @@ project cannot run in its CI (docs/grpo.md says so).
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from typing import Any
 
 import requests
 
+from shared.child_env import child_env, die_with_parent, with_python_path
 from shared.load_spec import LoadSpec, model_generation_config
 
 READY_TIMEOUT_S = 300.0
@@ -122,16 +122,15 @@ class RolloutServer:
         spec = self._spec(adapters)
         spec_path = spec.write(self.work_dir / "load_spec.json")
         argv, extra_env = backend.command(spec, port=self.port, spec_path=spec_path, api_key=self.api_key)
-        env = {**os.environ, **extra_env}
+        env = child_env(extra_env)  # the allow-list: not the worker's Redis URL, nor any token
         env.setdefault("TRAINING_LOG_LEVEL", "WARNING")
         root = Path(__file__).resolve().parents[3]
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-        from services.trainer_worker.engines.distributed import _die_with_parent
+        with_python_path(env, str(root))
 
         with open(self.work_dir / "server.log", "ab") as log:  # the child keeps its own copy
             # A worker that dies takes its rollout server with it (PR_SET_PDEATHSIG).
             self.proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
 
     def backend(self, *, parameters: int):
         """The serving backend for this server's devices; vLLM (on CUDA) gets the share of the GPU
