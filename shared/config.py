@@ -30,7 +30,9 @@ from typing import Any
 
 import yaml
 
+from shared import reasons
 from shared.errors import ValidationFailed
+from shared.names import is_workload
 from shared.tracker_config import TrackerSettings, parse_trackers
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -178,6 +180,8 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         if not nodes:
             _fail(f"pools.{pool_name}.nodes", "must list at least one node")
         quotas = {str(k): int(v) for k, v in ((spec or {}).get("quotas") or {}).items()}
+        for workload in quotas:
+            _require_workload_name(f"pools.{pool_name}.quotas", workload)
         pools[pool_name] = Pool(pool_name, tuple(nodes), quotas)
     default_pool = raw.get("defaultPool") or next(iter(pools))
     if default_pool not in pools:
@@ -187,6 +191,9 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         Token(t["token"], t.get("name", "token"), tuple(t.get("workloads") or ()), bool(t.get("admin")))
         for t in raw.get("tokens") or []
     ]
+    for i, token in enumerate(tokens):
+        for workload in token.workloads:
+            _require_workload_name(f"tokens[{i}].workloads", workload)
     admin_token = env.get("TRAINING_ADMIN_TOKEN")
     if admin_token is not None:  # set but empty is kept too: the API refuses to start with it (weak_tokens)
         tokens.append(Token(admin_token, "admin", (), True))
@@ -228,6 +235,13 @@ def weak_tokens(config: DeploymentConfig) -> list[str]:
     return [t.name for t in config.tokens
             if not t.token.strip() or t.token.strip().lower() in PLACEHOLDER_TOKENS
             or len(t.token.strip()) < MIN_TOKEN_LENGTH]
+
+
+def _require_workload_name(path: str, workload: Any) -> None:
+    # the rule every request is held to (shared/names.py): a workload the config names but no
+    # request could name would be a quota or a token's reach nobody can use
+    if not is_workload(workload):
+        _fail(path, f"names workload {workload!r}; {reasons.WORKLOAD_NAME_RULE}")
 
 
 def _limit(raw: dict[str, Any], name: str, default: int) -> int:

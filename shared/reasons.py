@@ -785,3 +785,24 @@ def tracker_failed(tracker: str, what: str, error: str) -> str:
 
 def run_has_no_tensorboard_events(run_id: str) -> str:
     return f"run {run_id} has no TensorBoard event files yet: they are written from its first step"
+
+
+# --- Query parameters, queue caps and Flower's gate (issue 26, item 6); one block, kept together
+
+WORKLOAD_NAME_RULE = "a workload name is 1 to 64 letters, digits or `_.-`"
+
+
+def query_workload_invalid(param: str = "workload") -> str:
+    """A query parameter naming a workload breaks the rule of workload names (shared/names.py)."""
+    return f"?{param}= must name a workload: 1 to 64 letters, digits or `_.-`"
+
+
+def query_id_invalid(param: str, what: str, prefix: str) -> str:
+    """A query parameter naming a resource by id (?run=, ?comparison=, ?after=) has no id's shape."""
+    return f"?{param}= must be the id of a {what}: `{prefix}-` then 1 to 64 letters, digits, `_` or `-`"
+
+
+def query_file_name_invalid(param: str, max_chars: int) -> str:
+    """?name= of a snapshot import: the upload's file name, one path segment."""
+    return f"?{param}= must be a file name: 1 to {max_chars} characters, no `/` and no control characters"
+

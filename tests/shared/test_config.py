@@ -58,3 +58,24 @@ def test_snapshot_import_settings_are_checked(extra, field):
 def test_no_snapshot_import_root_by_default():
     config = parse_config({"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}, env={})
     assert config.snapshot_import_roots == () and config.max_snapshot_files == 10_000
+
+
+# --- issue 26: workload names, the public URL, the cap on queued claims
+
+NODES = {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}
+
+
+@pytest.mark.parametrize("raw, field, workload", [
+    ({"pools": NODES, "tokens": [{"token": "t" * 20, "workloads": ["team-a", "../../x"]}]}, "tokens[0].workloads",
+     "../../x"),
+    ({"pools": {"p": {**NODES["p"], "quotas": {"team a": 1}}}}, "pools.p.quotas", "team a"),
+    ({"pools": NODES, "tokens": [{"token": "t" * 20, "workloads": ["x" * 65]}]}, "tokens[0].workloads", "x" * 65),
+])
+def test_workloads_the_config_names_follow_the_rule_requests_follow(raw, field, workload):
+    from shared import reasons
+
+    with pytest.raises(ValidationFailed) as caught:
+        parse_config(raw, env={})
+    assert caught.value.details == {"field": field}
+    assert caught.value.message == f"deployment config: {field} names workload {workload!r}; {reasons.WORKLOAD_NAME_RULE}"
+
