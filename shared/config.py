@@ -10,6 +10,7 @@
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
     scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
+    publicUrl: the address clients reach the API at (GET /v1/info's apiUrl); none by default
     worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
              it gives the attempt up; 60)
     trackers: {reportTo: [tensorboard, mlflow, wandb], mlflow: {...}, wandb: {...}}  (where run
@@ -18,7 +19,8 @@
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
-TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S.
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S,
+TRAINING_PUBLIC_URL.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -117,6 +120,9 @@ class DeploymentConfig:
     redis_url_given: bool = True
     # Where run metrics go besides the run's own series (TensorBoard files in its artifacts by default).
     trackers: TrackerSettings = field(default_factory=TrackerSettings)
+    # The address clients reach the API at (`apiUrl` of GET /v1/info); None when not configured. Never
+    # taken from a request's Host header, which whoever sends the request chooses.
+    public_url: str | None = None
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -220,6 +226,7 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),
         reward_functions=_reward_functions(raw),
         trackers=parse_trackers(raw.get("trackers")),
+        public_url=_public_url(env.get("TRAINING_PUBLIC_URL") or raw.get("publicUrl")),
     )
 
 
@@ -249,6 +256,20 @@ def _limit(raw: dict[str, Any], name: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         _fail(f"limits.{name}", "must be a whole number of at least 1")
     return value
+
+
+def _public_url(value: Any) -> str | None:
+    """publicUrl (or TRAINING_PUBLIC_URL): an http(s) URL with a host, maybe a path (behind a proxy
+    that serves the API under one), without a query, fragment or credentials; kept without its
+    trailing slash, as clients append /v1/... to it."""
+    if value is None or value == "":
+        return None
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query
+            or parts.fragment or parts.username is not None or any(c.isspace() for c in value)):
+        _fail("publicUrl", "must be the http(s) address clients reach the API at, such as "
+                           "https://trainer.example.com (no query, fragment or credentials)")
+    return value.rstrip("/")
 
 
 def _import_roots(raw: dict[str, Any]) -> tuple[Path, ...]:

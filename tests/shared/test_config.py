@@ -79,3 +79,16 @@ def test_workloads_the_config_names_follow_the_rule_requests_follow(raw, field, 
     assert caught.value.details == {"field": field}
     assert caught.value.message == f"deployment config: {field} names workload {workload!r}; {reasons.WORKLOAD_NAME_RULE}"
 
+
+def test_the_public_url_comes_from_the_config_or_the_environment():
+    assert parse_config({"pools": NODES}, env={}).public_url is None
+    assert parse_config({"pools": NODES, "publicUrl": "https://trainer.example.com/"}, env={}).public_url == (
+        "https://trainer.example.com")
+    assert parse_config({"pools": NODES, "publicUrl": "https://a.example"},
+                        env={"TRAINING_PUBLIC_URL": "http://b.example:8600/api"}).public_url == "http://b.example:8600/api"
+    for bad in ("trainer.example.com", "ftp://a.example", "https://", "https://a.example/?x=1", "https://u:p@a.example",
+                "https://a.example/#top", "https://a example", 8600):
+        with pytest.raises(ValidationFailed) as caught:
+            parse_config({"pools": NODES, "publicUrl": bad}, env={})
+        assert caught.value.details == {"field": "publicUrl"}, bad
+
