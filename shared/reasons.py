@@ -806,3 +806,8 @@ def query_file_name_invalid(param: str, max_chars: int) -> str:
     """?name= of a snapshot import: the upload's file name, one path segment."""
     return f"?{param}= must be a file name: 1 to {max_chars} characters, no `/` and no control characters"
 
+
+FLOWER_NEEDS_BASIC_AUTH = ("flower: set FLOWER_BASIC_AUTH (user:password); this deployment serves no Flower "
+                           "route without it")
+FLOWER_AUTH_REQUIRED = "Flower needs its basic auth (user:password) on every route"
+
