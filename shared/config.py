@@ -9,7 +9,9 @@
              (a request body; a snapshot archive as sent, and unpacked)
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
-    scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
+    scheduling: {workerLostAfterS, maxQueuedPerWorkload}  (a run's worker is lost when its lease is
+             gone this long, 60; the most runs, evaluations and endpoints one workload may have
+             queued for GPUs at once, 100)
     publicUrl: the address clients reach the API at (GET /v1/info's apiUrl); none by default
     worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
              it gives the attempt up; 60)
@@ -49,6 +51,9 @@ DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of fil
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_REDIS_RETRY_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
+# Claims one workload may have waiting at once: far more than a team queues by hand or by script,
+# few enough that the queues stay short to read and a runaway loop is stopped early.
+DEFAULT_MAX_QUEUED_PER_WORKLOAD = 100
 
 
 def training_home() -> Path:
@@ -123,6 +128,10 @@ class DeploymentConfig:
     # The address clients reach the API at (`apiUrl` of GET /v1/info); None when not configured. Never
     # taken from a request's Host header, which whoever sends the request chooses.
     public_url: str | None = None
+    # The most claims (runs, evaluations, endpoints waiting for GPUs) one workload may have queued
+    # at once, over every pool; a submission past it is refused (429), so that one token cannot
+    # fill the queues (shared/claims/queue.py).
+    max_queued_per_workload: int = DEFAULT_MAX_QUEUED_PER_WORKLOAD
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -227,6 +236,8 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         reward_functions=_reward_functions(raw),
         trackers=parse_trackers(raw.get("trackers")),
         public_url=_public_url(env.get("TRAINING_PUBLIC_URL") or raw.get("publicUrl")),
+        max_queued_per_workload=_whole_number((raw.get("scheduling") or {}).get("maxQueuedPerWorkload"),
+                                              "scheduling.maxQueuedPerWorkload", DEFAULT_MAX_QUEUED_PER_WORKLOAD),
     )
 
 
@@ -255,6 +266,14 @@ def _limit(raw: dict[str, Any], name: str, default: int) -> int:
     value = (raw.get("limits") or {}).get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         _fail(f"limits.{name}", "must be a whole number of at least 1")
+    return value
+
+
+def _whole_number(value: Any, path: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        _fail(path, "must be a whole number of at least 1")
     return value
 
 

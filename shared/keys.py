@@ -46,6 +46,12 @@ class Keys:
         """String: id of the resource's live (WAITING or GRANTED) claim; absent when none."""
         return f"{self.prefix}claim-of:{resource_id}"
 
+    def workload_queued(self, workload: str) -> str:
+        """Sorted set: ids of the workload's WAITING claims, and of places reserved for claims about
+        to be submitted, scored by when each was added (epoch seconds): what the cap on queued
+        claims counts (shared/claims/queue.py)."""
+        return f"{self.prefix}workload:{workload}:queued"
+
     def claim_seq(self) -> str:
         return f"{self.prefix}claim-seq"
 

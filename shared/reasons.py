@@ -811,3 +811,10 @@ FLOWER_NEEDS_BASIC_AUTH = ("flower: set FLOWER_BASIC_AUTH (user:password); this 
                            "route without it")
 FLOWER_AUTH_REQUIRED = "Flower needs its basic auth (user:password) on every route"
 
+
+def queued_claims_cap(*, workload: str, cap: int, queued: int, asked: int) -> str:
+    """A submission that would queue more claims for a workload than the deployment's
+    scheduling.maxQueuedPerWorkload allows (shared/claims/queue.py)."""
+    return (f"workload {workload} has {queued} run(s), evaluation(s) and endpoint(s) queued for GPUs, and this "
+            f"would queue {asked} more; this deployment lets one workload queue {cap} at most. Wait for some to "
+            "start, or cancel some")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from services.api.auth import Principal, principal, require_workload, visible
 from services.api.branches import readable_of, require_intact, snapshot_for
-from services.api.claims import queue_for_devices
+from services.api.claims import queue_for_devices, reserve_places
 from services.api.context import Context
 from shared import reasons
 from shared.artifacts import UnsafeKey
@@ -46,6 +46,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
                            details={"field": "name", "endpoint": taken["id"]})
     claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
     _naming("gpus", claims.check, kind="endpoint", pool=pool_name, gpus=spec["gpus"], workload=workload)
+    (claim_id,) = reserve_places(context, workload=workload)  # 429 past the workload's cap, nothing stored
     endpoint_id = new_id(Kind.ENDPOINT)
     doc = context.store.create({
         "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
@@ -60,7 +61,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
     })
     if spec["name"]:
         remember_name(context.store, spec["name"], endpoint_id)
-    return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"],
+    return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"], claim_id=claim_id,
                              event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
 

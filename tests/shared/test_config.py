@@ -92,3 +92,11 @@ def test_the_public_url_comes_from_the_config_or_the_environment():
             parse_config({"pools": NODES, "publicUrl": bad}, env={})
         assert caught.value.details == {"field": "publicUrl"}, bad
 
+
+def test_the_cap_on_queued_claims_is_a_whole_number_with_a_default():
+    assert parse_config({"pools": NODES}, env={}).max_queued_per_workload == 100
+    assert parse_config({"pools": NODES, "scheduling": {"maxQueuedPerWorkload": 7}}, env={}).max_queued_per_workload == 7
+    for bad in (0, -1, 2.5, "10", True):
+        with pytest.raises(ValidationFailed) as caught:
+            parse_config({"pools": NODES, "scheduling": {"maxQueuedPerWorkload": bad}}, env={})
+        assert caught.value.details == {"field": "scheduling.maxQueuedPerWorkload"}, bad
