@@ -50,7 +50,9 @@ def main() -> None:
                                      for j in range(NODES)], "quotas": {"team-a": 8, "team-b": 12}}
              for i in range(POOLS)}
     pools["tput"] = {"nodes": [{"name": "tput-n", "devices": {"kind": "cuda", "count": 64}}]}
-    config = parse_config({"pools": pools}, env={"TRAINING_KEY_PREFIX": prefix, "TRAINING_REDIS_URL": URL})
+    # 10,000 claims of three workloads wait at once: far past the API's default cap on queued claims
+    config = parse_config({"pools": pools, "scheduling": {"maxQueuedPerWorkload": CLAIMS}},
+                          env={"TRAINING_KEY_PREFIX": prefix, "TRAINING_REDIS_URL": URL})
     client = connect(URL)
     keys = Keys(prefix)
     queue = ClaimQueue(client, keys, config=config)

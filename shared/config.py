@@ -9,7 +9,10 @@
              (a request body; a snapshot archive as sent, and unpacked)
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
-    scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
+    scheduling: {workerLostAfterS, maxQueuedPerWorkload}  (a run's worker is lost when its lease is
+             gone this long, 60; the most runs, evaluations and endpoints one workload may have
+             queued for GPUs at once, 100)
+    publicUrl: the address clients reach the API at (GET /v1/info's apiUrl); none by default
     worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
              it gives the attempt up; 60)
     trackers: {reportTo: [tensorboard, mlflow, wandb], mlflow: {...}, wandb: {...}}  (where run
@@ -18,7 +21,8 @@
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
-TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S.
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S,
+TRAINING_PUBLIC_URL.
 """
 
 from __future__ import annotations
@@ -27,10 +31,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
+from shared import reasons
 from shared.errors import ValidationFailed
+from shared.names import is_workload
 from shared.tracker_config import TrackerSettings, parse_trackers
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -44,6 +51,9 @@ DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of fil
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_REDIS_RETRY_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
+# Claims one workload may have waiting at once: far more than a team queues by hand or by script,
+# few enough that the queues stay short to read and a runaway loop is stopped early.
+DEFAULT_MAX_QUEUED_PER_WORKLOAD = 100
 
 
 def training_home() -> Path:
@@ -115,6 +125,13 @@ class DeploymentConfig:
     redis_url_given: bool = True
     # Where run metrics go besides the run's own series (TensorBoard files in its artifacts by default).
     trackers: TrackerSettings = field(default_factory=TrackerSettings)
+    # The address clients reach the API at (`apiUrl` of GET /v1/info); None when not configured. Never
+    # taken from a request's Host header, which whoever sends the request chooses.
+    public_url: str | None = None
+    # The most claims (runs, evaluations, endpoints waiting for GPUs) one workload may have queued
+    # at once, over every pool; a submission past it is refused (429), so that one token cannot
+    # fill the queues (shared/claims/queue.py).
+    max_queued_per_workload: int = DEFAULT_MAX_QUEUED_PER_WORKLOAD
 
     def pool(self, name: str) -> Pool | None:
         return self.pools.get(name)
@@ -178,6 +195,8 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         if not nodes:
             _fail(f"pools.{pool_name}.nodes", "must list at least one node")
         quotas = {str(k): int(v) for k, v in ((spec or {}).get("quotas") or {}).items()}
+        for workload in quotas:
+            _require_workload_name(f"pools.{pool_name}.quotas", workload)
         pools[pool_name] = Pool(pool_name, tuple(nodes), quotas)
     default_pool = raw.get("defaultPool") or next(iter(pools))
     if default_pool not in pools:
@@ -187,6 +206,9 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         Token(t["token"], t.get("name", "token"), tuple(t.get("workloads") or ()), bool(t.get("admin")))
         for t in raw.get("tokens") or []
     ]
+    for i, token in enumerate(tokens):
+        for workload in token.workloads:
+            _require_workload_name(f"tokens[{i}].workloads", workload)
     admin_token = env.get("TRAINING_ADMIN_TOKEN")
     if admin_token is not None:  # set but empty is kept too: the API refuses to start with it (weak_tokens)
         tokens.append(Token(admin_token, "admin", (), True))
@@ -213,6 +235,9 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),
         reward_functions=_reward_functions(raw),
         trackers=parse_trackers(raw.get("trackers")),
+        public_url=_public_url(env.get("TRAINING_PUBLIC_URL") or raw.get("publicUrl")),
+        max_queued_per_workload=_whole_number((raw.get("scheduling") or {}).get("maxQueuedPerWorkload"),
+                                              "scheduling.maxQueuedPerWorkload", DEFAULT_MAX_QUEUED_PER_WORKLOAD),
     )
 
 
@@ -230,11 +255,40 @@ def weak_tokens(config: DeploymentConfig) -> list[str]:
             or len(t.token.strip()) < MIN_TOKEN_LENGTH]
 
 
+def _require_workload_name(path: str, workload: Any) -> None:
+    # the rule every request is held to (shared/names.py): a workload the config names but no
+    # request could name would be a quota or a token's reach nobody can use
+    if not is_workload(workload):
+        _fail(path, f"names workload {workload!r}; {reasons.WORKLOAD_NAME_RULE}")
+
+
 def _limit(raw: dict[str, Any], name: str, default: int) -> int:
     value = (raw.get("limits") or {}).get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         _fail(f"limits.{name}", "must be a whole number of at least 1")
     return value
+
+
+def _whole_number(value: Any, path: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        _fail(path, "must be a whole number of at least 1")
+    return value
+
+
+def _public_url(value: Any) -> str | None:
+    """publicUrl (or TRAINING_PUBLIC_URL): an http(s) URL with a host, maybe a path (behind a proxy
+    that serves the API under one), without a query, fragment or credentials; kept without its
+    trailing slash, as clients append /v1/... to it."""
+    if value is None or value == "":
+        return None
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query
+            or parts.fragment or parts.username is not None or any(c.isspace() for c in value)):
+        _fail("publicUrl", "must be the http(s) address clients reach the API at, such as "
+                           "https://trainer.example.com (no query, fragment or credentials)")
+    return value.rstrip("/")
 
 
 def _import_roots(raw: dict[str, Any]) -> tuple[Path, ...]:

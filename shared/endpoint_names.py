@@ -3,32 +3,63 @@
 A name belongs to a workload: it is unique among the live endpoints (not TERMINATED or FAILED) of
 its workload, and two workloads may each have an endpoint of the same name, so that nothing about
 another workload's endpoints shows through a name. Who looks a name up sees only the endpoints of
-the workloads it may use (`may_use`); when that leaves several (an admin token, or a token of two
-workloads that both use the name), the name is ambiguous and the endpoint's id must be used.
+the workloads it may use (`workloads`: theirs, or None for all, an admin's); when that leaves
+several, the name is ambiguous and the endpoint's id must be used.
 
-`endpoint-names:NAME` (a set written at creation) finds the candidates with one read (the API's
-proxy does this per request, a grpo run per judged batch); its members are only hints, checked
-against their documents, and the index scan answers when none is live, so no writer ever has to
-remove a member (lookups drop the stale ones they meet).
+The index: one hash per workload, `endpoint-name-index:WORKLOAD`, name -> the id of the endpoint
+of that workload last created with the name. It is written in the transaction that creates the
+endpoint (`create_endpoint_doc`, which also refuses a name a live endpoint of the workload holds),
+so it is never behind a document. An endpoint that ends keeps its entry, which then reads as no
+endpoint (a lookup checks the document), until an endpoint created with the name replaces it; no
+endpoint is ever deleted or renamed. A lookup reads, in one Lua script (one round trip), the
+name's entry in each hash of the workloads it may use and the documents they name: a name that is
+known, unknown, or another workload's costs the same, and never a scan of the endpoints (which
+made an unknown name 4x slower than a known one: a timing oracle, issue 26).
+
+Stores written before the index (a set `endpoint-names:NAME` of hints, and endpoints older than
+that) are indexed from the documents once, by `ensure_name_index`, which each process runs before
+its first lookup or creation by name (a version key marks a store done).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Any
 
-from shared import reasons
+import redis
+
+from shared import logs, reasons
 from shared.errors import Conflict
 from shared.states import EndpointPhase
 from shared.store import Store
 
-MayUse = Callable[[str], bool]
+INDEX_VERSION = "1"
+# (Redis client, key prefix) whose index this process has seen built: checked once per process
+_ensured: set[tuple[int, str]] = set()
 
-
-def _anyone(workload: str) -> bool:
-    return True
+# KEYS: the name-index hashes to read (none: every workload's, from the workloads set ARGV[4]).
+# ARGV: the name, the prefix of resource keys, the prefix of index keys, the workloads set key.
+# Returns the documents the entries name, as stored (JSON), in the order of the hashes read.
+_LOOKUP = """
+local keys = KEYS
+if #keys == 0 then
+  keys = {}
+  for _, workload in ipairs(redis.call('SMEMBERS', ARGV[4])) do
+    table.insert(keys, ARGV[3] .. workload)
+  end
+end
+local found = {}
+for _, key in ipairs(keys) do
+  local id = redis.call('HGET', key, ARGV[1])
+  if id then
+    local doc = redis.call('GET', ARGV[2] .. id)
+    if doc then table.insert(found, doc) end
+  end
+end
+return found
+"""
 
 
 def _is_live_named(doc: dict[str, Any] | None, name: str) -> bool:
@@ -36,37 +67,34 @@ def _is_live_named(doc: dict[str, Any] | None, name: str) -> bool:
         doc["phase"]).is_terminal
 
 
-def remember_name(store: Store, name: str, endpoint_id: str) -> None:
-    """Record a new endpoint under its name (a hint for the lookups below)."""
-    store.redis.sadd(store.keys.endpoint_names(name), endpoint_id)
+def _lookup_args(store: Store, name: str, workloads: list[str] | None) -> list[Any]:
+    keys = store.keys
+    if workloads is not None and not workloads:
+        raise ValueError("a lookup in no workload reads nothing; the script would read every workload")
+    hashes = [] if workloads is None else [keys.endpoint_name_index(w) for w in sorted(set(workloads))]
+    return [_LOOKUP, len(hashes), *hashes, name, keys.resource(""), keys.endpoint_name_index(""),
+            keys.endpoint_name_workloads()]
 
 
-def live_named(store: Store, name: str, *, may_use: MayUse = _anyone) -> list[dict[str, Any]]:
-    """The live endpoints with this name in workloads `may_use` allows, oldest first."""
-    key = store.keys.endpoint_names(name)
-    hinted = sorted(store.redis.smembers(key))
-    docs = dict(zip(hinted, store.get_many_or_none(hinted)))
-    stale = [i for i, doc in docs.items() if not _is_live_named(doc, name)]
-    if stale:
-        store.redis.srem(key, *stale)
-    live = [doc for doc in docs.values() if _is_live_named(doc, name)]
-    if not live:  # endpoints created before names had this set, or a lost hint
-        live = _scan_for_live_named(store, name)
-    return _visible(live, may_use)
+def _live(raws: list[Any], name: str, workloads: Iterable[str] | None) -> list[dict[str, Any]]:
+    allowed = None if workloads is None else set(workloads)
+    docs = [json.loads(raw) for raw in raws]
+    return sorted((d for d in docs if _is_live_named(d, name) and (allowed is None or d.get("workload") in allowed)),
+                  key=lambda d: d.get("createdAt") or "")
 
 
-def _visible(docs: list[dict[str, Any]], may_use: MayUse) -> list[dict[str, Any]]:
-    return sorted((d for d in docs if may_use(d.get("workload", ""))), key=lambda d: d.get("createdAt") or "")
-
-
-def _scan_for_live_named(store: Store, name: str) -> list[dict[str, Any]]:
-    found, _ = store.list("ep", where=lambda d: _is_live_named(d, name), limit=1000)
-    return found
+def live_named(store: Store, name: str, *, workloads: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The live endpoints with this name in `workloads` (None: every workload), oldest first."""
+    scope = None if workloads is None else list(workloads)
+    if scope == []:  # a token of no workload: nothing (the script would read "no hashes" as all)
+        return []
+    _ensure_once(store)
+    return _live(store.redis.eval(*_lookup_args(store, name, scope)), name, scope)
 
 
 def named_in_workload(store: Store, name: str, workload: str) -> dict[str, Any] | None:
     """The live endpoint of `workload` with this name, or None: a new endpoint may not take it."""
-    found = live_named(store, name, may_use=lambda w: w == workload)
+    found = live_named(store, name, workloads=[workload])
     return found[0] if found else None
 
 
@@ -78,32 +106,117 @@ def _one(name: str, found: list[dict[str, Any]]) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-def find_endpoint(store: Store, id_or_name: str, *, may_use: MayUse = _anyone) -> dict[str, Any] | None:
-    """The endpoint with this id (in any phase), or the one live endpoint with this name among the
-    workloads `may_use` allows; None otherwise; Conflict when the name names several of them.
+def find_endpoint(store: Store, id_or_name: str, *, workloads: Iterable[str] | None = None) -> dict[str, Any] | None:
+    """The endpoint with this id (in any phase), or the one live endpoint with this name among
+    `workloads` (None: every workload); None otherwise; Conflict when the name names several.
     (An id is returned whatever its workload: the caller checks who may see it.)"""
     if id_or_name.startswith("ep-"):
         doc = store.get(id_or_name)
         return doc if doc and doc.get("kind") == "endpoint" else None
-    return _one(id_or_name, live_named(store, id_or_name, may_use=may_use))
+    return _one(id_or_name, live_named(store, id_or_name, workloads=workloads))
 
 
 async def find_endpoint_async(client, store: Store, id_or_name: str, *,
-                              may_use: MayUse = _anyone) -> dict[str, Any] | None:
+                              workloads: Iterable[str] | None = None) -> dict[str, Any] | None:
     """`find_endpoint` for the API's asyncio proxy: the same reads over `client` (a
-    `redis.asyncio.Redis` with decoded responses on the store's Redis); the index scan, needed
-    only when no hinted endpoint is live, runs in a thread over the store."""
+    `redis.asyncio.Redis` with decoded responses on the store's Redis)."""
     if id_or_name.startswith("ep-"):
-        doc = await _get_async(client, store, id_or_name)
+        raw = await client.get(store.keys.resource(id_or_name))
+        doc = json.loads(raw) if raw else None
         return doc if doc and doc.get("kind") == "endpoint" else None
-    hinted = sorted(await client.smembers(store.keys.endpoint_names(id_or_name)))
-    raws = await client.mget([store.keys.resource(i) for i in hinted]) if hinted else []
-    live = [doc for doc in (json.loads(r) if r else None for r in raws) if _is_live_named(doc, id_or_name)]
-    if not live:
-        live = await asyncio.to_thread(_scan_for_live_named, store, id_or_name)
-    return _one(id_or_name, _visible(live, may_use))
+    scope = None if workloads is None else list(workloads)
+    if scope == []:
+        return None
+    if (id(store.redis), store.keys.prefix) not in _ensured:
+        await asyncio.to_thread(_ensure_once, store)
+    raws = await client.eval(*_lookup_args(store, id_or_name, scope))
+    return _one(id_or_name, _live(raws, id_or_name, scope))
 
 
-async def _get_async(client, store: Store, resource_id: str) -> dict[str, Any] | None:
-    raw = await client.get(store.keys.resource(resource_id))
-    return json.loads(raw) if raw else None
+def name_taken(name: str, holder: dict[str, Any]) -> Conflict:
+    return Conflict(reasons.endpoint_name_taken(name, holder["id"], holder["phase"]),
+                    details={"field": "name", "endpoint": holder["id"]})
+
+
+def create_endpoint_doc(store: Store, doc: dict[str, Any]) -> dict[str, Any]:
+    """Store a new endpoint document and, when it has a name, its entry in its workload's name
+    index, in one transaction; Conflict (409, the field `name`) when a live endpoint of the
+    workload holds the name, however close two such creations come."""
+    name, workload = doc.get("name"), doc["workload"]
+    if not name:
+        return store.create(doc)
+    _ensure_once(store)
+    index = store.keys.endpoint_name_index(workload)
+    with store.redis.pipeline() as pipe:
+        while True:
+            try:
+                pipe.watch(index)
+                holder_id = pipe.hget(index, name)
+                raw = pipe.get(store.keys.resource(holder_id)) if holder_id else None
+                holder = json.loads(raw) if raw else None
+                if _is_live_named(holder, name) and holder.get("workload") == workload:
+                    pipe.unwatch()
+                    raise name_taken(name, holder)
+                pipe.multi()
+                created = store.create_in(pipe, doc)
+                pipe.hset(index, name, doc["id"])
+                pipe.sadd(store.keys.endpoint_name_workloads(), workload)
+                pipe.execute()
+                return created
+            except redis.WatchError:
+                continue
+
+
+def _ensure_once(store: Store) -> None:
+    mark = (id(store.redis), store.keys.prefix)
+    if mark not in _ensured:
+        ensure_name_index(store)
+        _ensured.add(mark)
+
+
+def ensure_name_index(store: Store) -> bool:
+    """Index the endpoints of a store written before the name index (once: a version key marks it
+    done) and drop the hint sets those releases kept. True when it rebuilt. Safe beside running
+    APIs: an entry is written only where none names a live endpoint of the name already."""
+    keys = store.keys
+    if store.redis.get(keys.endpoint_name_index_version()) == INDEX_VERSION:
+        return False
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    after = None
+    while True:
+        page, after = store.list("ep", where=lambda d: bool(d.get("name")) and _is_live_named(d, d["name"]),
+                                 limit=200, after=after)
+        for doc in page:  # newest first: the first seen of a (workload, name) is kept
+            newest.setdefault((doc.get("workload", ""), doc["name"]), doc)
+        if after is None:
+            break
+    for (workload, name), doc in newest.items():
+        _index_if_free(store, workload, name, doc["id"])
+    legacy = list(store.redis.scan_iter(match=keys.legacy_endpoint_names("*"), count=1000))
+    if legacy:
+        store.redis.delete(*legacy)
+    store.redis.set(keys.endpoint_name_index_version(), INDEX_VERSION)
+    if newest or legacy:
+        logs.get("endpoint-names").info("endpoint name index built from the documents", names=len(newest),
+                                        legacy_keys=len(legacy))
+    return True
+
+
+def _index_if_free(store: Store, workload: str, name: str, endpoint_id: str) -> None:
+    index = store.keys.endpoint_name_index(workload)
+    with store.redis.pipeline() as pipe:
+        while True:
+            try:
+                pipe.watch(index)
+                current = pipe.hget(index, name)
+                raw = pipe.get(store.keys.resource(current)) if current and current != endpoint_id else None
+                if raw and _is_live_named(json.loads(raw), name):
+                    pipe.unwatch()
+                    return  # indexed already (an endpoint created since the rebuild began)
+                pipe.multi()
+                pipe.hset(index, name, endpoint_id)
+                pipe.sadd(store.keys.endpoint_name_workloads(), workload)
+                pipe.execute()
+                return
+            except redis.WatchError:
+                continue

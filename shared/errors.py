@@ -60,6 +60,16 @@ class TooLarge(TrainerError):
     code = "too_large"
 
 
+class TooManyQueued(TrainerError):
+    """A submission past the deployment's cap on the claims one workload may have queued
+    (scheduling.maxQueuedPerWorkload). 429 rather than 409: nothing about the resource asked for
+    conflicts with anything; the workload has asked for too much at once, and the same request
+    succeeds once some of its queued work has started or been cancelled, as after a rate limit."""
+
+    status = 429
+    code = "too_many_queued"
+
+
 class Unprocessable(TrainerError):
     """A well-formed request that this deployment will not carry out (SPEC 3.1: HTTP 422)."""
 

@@ -46,6 +46,12 @@ class Keys:
         """String: id of the resource's live (WAITING or GRANTED) claim; absent when none."""
         return f"{self.prefix}claim-of:{resource_id}"
 
+    def workload_queued(self, workload: str) -> str:
+        """Sorted set: ids of the workload's WAITING claims, and of places reserved for claims about
+        to be submitted, scored by when each was added (epoch seconds): what the cap on queued
+        claims counts (shared/claims/queue.py)."""
+        return f"{self.prefix}workload:{workload}:queued"
+
     def claim_seq(self) -> str:
         return f"{self.prefix}claim-seq"
 
@@ -73,9 +79,24 @@ class Keys:
         """String with a TTL: the token of the one endpoint manager acting for this node."""
         return f"{self.prefix}node:{node}:endpoint-manager"
 
-    def endpoint_names(self, name: str) -> str:
-        """Set: ids of endpoints created with this name, in any workload (services/api/endpoints.py).
-        Hints for lookups by name (shared/endpoint_names.py), checked against the documents."""
+    def endpoint_name_index(self, workload: str) -> str:
+        """Hash name -> id of the endpoint of this workload last created with that name (live or
+        not: a lookup checks the document), written in the transaction that creates the endpoint
+        (shared/endpoint_names.py)."""
+        return f"{self.prefix}endpoint-name-index:{workload}"
+
+    def endpoint_name_workloads(self) -> str:
+        """Set: the workloads that have an endpoint name index (an admin's lookups read them all)."""
+        return f"{self.prefix}endpoint-name-workloads"
+
+    def endpoint_name_index_version(self) -> str:
+        """String: the version of the name index this store holds (rebuilt from the documents when
+        it is older or missing: shared/endpoint_names.ensure_name_index)."""
+        return f"{self.prefix}endpoint-name-index-version"
+
+    def legacy_endpoint_names(self, name: str) -> str:
+        """Set of ids under a name in any workload, as releases before the per-workload index kept
+        them; dropped by the index's rebuild."""
         return f"{self.prefix}endpoint-names:{name}"
 
     def endpoint_managers_missing(self) -> str:

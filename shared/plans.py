@@ -16,6 +16,7 @@ from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields
 
 from shared import reasons
 from shared.errors import ValidationFailed
+from shared.names import WORKLOAD_PATTERN
 from shared.rewards import ENTRY_KEYS
 
 METHODS = ("sft", "grpo")
@@ -31,7 +32,6 @@ MAX_STEPS = 10_000_000  # optimizer steps (and warm-up, snapshot and validation 
 MAX_EPOCHS = 10_000.0
 MAX_SEED = 2**32 - 1  # torch, numpy and random all take a seed of 0 .. 2^32-1
 MAX_RANK = 1024
-WORKLOAD_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 # apispec writes Range(min_inclusive=False) as a plain minimum; the document says it is exclusive
 ABOVE_MINIMUM = {"exclusiveMinimum": True}
 

@@ -813,3 +813,35 @@ def reward_call_raised(where: str, key: str, error: str) -> str:
 def reward_process_ended(where: str, key: str, how: str) -> str:
     """The process that runs registered reward functions ended while scoring (`how`: how_it_ended)."""
     return f"{where}: the process scoring reward {key} {how} before it gave a score"
+
+# --- Query parameters, queue caps and Flower's gate (issue 26, item 6); one block, kept together
+
+WORKLOAD_NAME_RULE = "a workload name is 1 to 64 letters, digits or `_.-`"
+
+
+def query_workload_invalid(param: str = "workload") -> str:
+    """A query parameter naming a workload breaks the rule of workload names (shared/names.py)."""
+    return f"?{param}= must name a workload: 1 to 64 letters, digits or `_.-`"
+
+
+def query_id_invalid(param: str, what: str, prefix: str) -> str:
+    """A query parameter naming a resource by id (?run=, ?comparison=, ?after=) has no id's shape."""
+    return f"?{param}= must be the id of a {what}: `{prefix}-` then 1 to 64 letters, digits, `_` or `-`"
+
+
+def query_file_name_invalid(param: str, max_chars: int) -> str:
+    """?name= of a snapshot import: the upload's file name, one path segment."""
+    return f"?{param}= must be a file name: 1 to {max_chars} characters, no `/` and no control characters"
+
+
+FLOWER_NEEDS_BASIC_AUTH = ("flower: set FLOWER_BASIC_AUTH (user:password); this deployment serves no Flower "
+                           "route without it")
+FLOWER_AUTH_REQUIRED = "Flower needs its basic auth (user:password) on every route"
+
+
+def queued_claims_cap(*, workload: str, cap: int, queued: int, asked: int) -> str:
+    """A submission that would queue more claims for a workload than the deployment's
+    scheduling.maxQueuedPerWorkload allows (shared/claims/queue.py)."""
+    return (f"workload {workload} has {queued} run(s), evaluation(s) and endpoint(s) queued for GPUs, and this "
+            f"would queue {asked} more; this deployment lets one workload queue {cap} at most. Wait for some to "
+            "start, or cancel some")

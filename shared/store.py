@@ -32,13 +32,19 @@ class Store:
 
     # --- documents
     def create(self, doc: dict[str, Any]) -> dict[str, Any]:
+        pipe = self.redis.pipeline()
+        doc = self.create_in(pipe, doc)
+        pipe.execute()
+        return doc
+
+    def create_in(self, pipe: Any, doc: dict[str, Any]) -> dict[str, Any]:
+        """Queue the writes that create `doc` on `pipe` (a pipeline, in MULTI when the caller makes
+        them part of its own transaction: shared/endpoint_names.py); returns the document stamped."""
         stamp = now_iso()
         doc = {**doc, "createdAt": doc.get("createdAt", stamp), "updatedAt": stamp}
         kind = kind_of(doc["id"])
-        pipe = self.redis.pipeline()
         pipe.set(self.keys.resource(doc["id"]), json.dumps(doc))
         pipe.zadd(self.keys.index(kind.value), {doc["id"]: time.time()})
-        pipe.execute()
         return doc
 
     def get(self, resource_id: str) -> dict[str, Any] | None:

@@ -77,6 +77,8 @@ def test_no_secret_has_a_default_and_nothing_is_open_without_one():
     assert "ports" not in services()["redis"]
     flower = services()["flower"]
     assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+    # Flower's own command leaves /metrics open; the gate requires the auth on every route (issue 26)
+    assert flower["command"][:3] == ["python", "-m", "services.trainer_worker.flower_gate"]
     assert all(port.startswith("127.0.0.1:") for port in flower["ports"])
     for name, spec in services().items():  # only the API checks tokens (issue 26)
         assert ("TRAINING_ADMIN_TOKEN" in (spec.get("environment") or {})) == (name == "api"), name

@@ -125,6 +125,8 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
     token = state.admin_token()
     env = service_env(redis_url, token)
     api_url = api_url_for(port)
+    if config.public_url is None:  # what GET /v1/info says the API's address is (never a Host header)
+        env["TRAINING_PUBLIC_URL"] = api_url
     state.save_info({"apiUrl": api_url, "port": port, "redisUrl": redis_url})
     services.update(service_commands(port, nodes))
     private_dirs(env["TRAINING_ARTIFACT_ROOT"])  # older files inside are out of others' reach through it

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 import redis
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.routing import RequestRedirect
 
 from services.api.auth import authenticate
 from services.api.context import Context
@@ -33,12 +36,27 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = config.max_upload_bytes
     app.json.sort_keys = False
+    # werkzeug answers `/v1//runs` (merge_slashes) and a rule's defaults (redirect_defaults) with a
+    # 308 whose Location it builds from the request's Host header, which the sender chooses: such a
+    # path is an unknown route here (404 in the error shape). The one redirect left, `/x` to a rule
+    # `/x/` (strict_slashes; no rule of the API has only the slashed form), is made relative below.
+    app.url_map.merge_slashes = False
+    app.url_map.redirect_defaults = False
     app.extensions["trainer"] = Context.build(config)
     log = logs.get("api")
 
     for blueprint in (info.bp, base_models.bp, datasets.bp, runs.bp, snapshots.bp, endpoints.bp, pools.bp,
                       evaluations.bp, comparisons.bp, dashboard.bp):
         app.register_blueprint(blueprint)
+
+    @app.before_request
+    def _relative_redirect():
+        # werkzeug's routing redirect names the request's Host header in its Location and body; no
+        # answer repeats a Host the sender chose (issue 26), so the redirect keeps the path only
+        moved = request.routing_exception
+        if isinstance(moved, RequestRedirect) and urlsplit(moved.new_url).netloc:
+            parts = urlsplit(moved.new_url)
+            request.routing_exception = RequestRedirect(urlunsplit(("", "", parts.path, parts.query, "")))
 
     @app.before_request
     def _authenticate():

@@ -25,6 +25,11 @@ class Principal:
     def may_use(self, workload: str) -> bool:
         return self.admin or workload in self.workloads
 
+    @property
+    def name_scope(self) -> tuple[str, ...] | None:
+        """The workloads whose endpoint names this token's lookups read (None: all, an admin's)."""
+        return None if self.admin else self.workloads
+
     def default_workload(self, fallback: str) -> str:
         if self.admin or fallback in self.workloads or not self.workloads:
             return fallback

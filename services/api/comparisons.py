@@ -12,6 +12,7 @@ from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of, require_intact
+from services.api.claims import give_back_places, reserve_places
 from services.api.context import Context
 from services.api.evaluations import (
     cancel_evaluation,
@@ -61,14 +62,16 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
     checked = [check_evaluation(context, who=who, checked_snapshot=snap, body={
         "model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
         "workload": workload, "maxTokens": spec["maxTokens"]}) for snap in snapshots]
+    places = reserve_places(context, workload=workload, count=len(checked))  # all or none: 429 past the cap
     comparison_id = new_id(Kind.COMPARISON)
     evaluations: list[str] = []
     try:
-        for one in checked:
-            evaluations.append(store_evaluation(context, one, comparison=comparison_id)["id"])
+        for one, claim_id in zip(checked, places):
+            evaluations.append(store_evaluation(context, one, claim_id=claim_id, comparison=comparison_id)["id"])
     except Exception:
         for evaluation_id in evaluations:
             withdraw_evaluation(context, evaluation_id, detail=reasons.comparison_not_queued(comparison_id))
+        give_back_places(context, workload=workload, claim_ids=places)
         raise
     rows = [{"snapshot": snap["id"], "run": snap.get("run"), "step": snap.get("step"),
              "restore": _restore_kind(context, snap)} for snap in snapshots]

@@ -9,12 +9,12 @@ from typing import Any, Callable
 
 from services.api.auth import Principal, principal, require_workload, visible
 from services.api.branches import readable_of, require_intact, snapshot_for
-from services.api.claims import queue_for_devices
+from services.api.claims import give_back_places, queue_for_devices, reserve_places
 from services.api.context import Context
 from shared import reasons
 from shared.artifacts import UnsafeKey
 from shared.config import DEFAULT_WORKLOADS
-from shared.endpoint_names import find_endpoint, named_in_workload, remember_name
+from shared.endpoint_names import create_endpoint_doc, find_endpoint, name_taken, named_in_workload
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, TrainerError, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
@@ -41,13 +41,13 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         require_intact(context, snap, "weights", field="snapshot")  # not after it got GPUs
     if spec["name"]:
         taken = named_in_workload(context.store, spec["name"], workload)  # names are per workload
-        if taken:
-            raise Conflict(reasons.endpoint_name_taken(spec["name"], taken["id"], taken["phase"]),
-                           details={"field": "name", "endpoint": taken["id"]})
+        if taken:  # said before a place is reserved; create_endpoint_doc holds the name atomically
+            raise name_taken(spec["name"], taken)
     claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
     _naming("gpus", claims.check, kind="endpoint", pool=pool_name, gpus=spec["gpus"], workload=workload)
+    (claim_id,) = reserve_places(context, workload=workload)  # 429 past the workload's cap, nothing stored
     endpoint_id = new_id(Kind.ENDPOINT)
-    doc = context.store.create({
+    fields = {
         "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
         "model": spec["model"], "snapshot": spec["snapshot"], "gpus": spec["gpus"], "pool": pool_name,
         "idleTimeout": spec["idleTimeout"], "startTimeout": spec["startTimeout"],
@@ -57,10 +57,13 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         "lastRequestAt": None, "readyAt": None, "servedModel": spec["model"] if spec["snapshot"] else endpoint_id,
         "adapterName": endpoint_id if spec["snapshot"] else None, "stopRequested": False, "process": None,
         "scheduling": {"claim": None, "pool": pool_name, "node": None, "devices": []},
-    })
-    if spec["name"]:
-        remember_name(context.store, spec["name"], endpoint_id)
-    return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"],
+    }
+    try:  # stored with its name in its workload's name index, in one transaction
+        doc = create_endpoint_doc(context.store, fields)
+    except BaseException:  # its name taken a moment ago by another request: the place is given back
+        give_back_places(context, workload=workload, claim_ids=[claim_id])
+        raise
+    return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"], claim_id=claim_id,
                              event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
 
 
@@ -78,7 +81,7 @@ def _naming(field: str, check: Callable[..., Any], *args: Any, **kwargs: Any) ->
 def get_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     """The endpoint with this id (any phase), or the live one with this name, as requests through
     the proxy name it (shared/endpoint_names.py); 404 when this token may not see it."""
-    return visible(find_endpoint(context.store, id_or_name, may_use=principal().may_use), "endpoint", id_or_name)
+    return visible(find_endpoint(context.store, id_or_name, workloads=principal().name_scope), "endpoint", id_or_name)
 
 
 def _epoch(stamp: str | None) -> datetime | None:

@@ -8,7 +8,7 @@ from typing import Any, BinaryIO
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import readable_of, require_intact
-from services.api.claims import queue_for_devices
+from services.api.claims import queue_for_devices, reserve_places
 from services.api.context import Context
 from services.api.datasets import visible_dataset
 from shared import reasons
@@ -89,16 +89,20 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     return {"doc": doc, "claims": claims}
 
 
-def store_evaluation(context: Context, checked: dict[str, Any], *, comparison: str | None = None) -> dict[str, Any]:
-    """Store an evaluation `check_evaluation` accepted, QUEUED, and queue its claim."""
+def store_evaluation(context: Context, checked: dict[str, Any], *, claim_id: str,
+                     comparison: str | None = None) -> dict[str, Any]:
+    """Store an evaluation `check_evaluation` accepted, QUEUED, and queue its claim under
+    `claim_id` (a place reserve_places gave)."""
     doc = context.store.create({**checked["doc"], "comparison": comparison})
     return queue_for_devices(context, doc, kind="evaluation", claims=checked["claims"], model=doc["model"],
-                             event=f"queued in pool {doc['pool']} for {doc['gpus']} GPU(s)")
+                             claim_id=claim_id, event=f"queued in pool {doc['pool']} for {doc['gpus']} GPU(s)")
 
 
 def create_evaluation(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
     """Store a QUEUED evaluation and queue its claim; every refusal happens before anything is stored."""
-    return store_evaluation(context, check_evaluation(context, body=body, who=who))
+    checked = check_evaluation(context, body=body, who=who)
+    (claim_id,) = reserve_places(context, workload=checked["doc"]["workload"])  # 429 past the workload's cap
+    return store_evaluation(context, checked, claim_id=claim_id)
 
 
 def get_evaluation(context: Context, evaluation_id: str) -> dict[str, Any]:

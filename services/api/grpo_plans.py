@@ -40,7 +40,7 @@ def check_grpo_plan(context: Context, plan: dict[str, Any], who: Principal) -> d
 def _check_judge(context: Context, judge: str, who: Principal, *, field: str) -> str:
     """The judge is an endpoint (its id, or the name of a live one) this token may use, not ended;
     returns its workload."""
-    doc = find_endpoint(context.store, judge, may_use=who.may_use)
+    doc = find_endpoint(context.store, judge, workloads=who.name_scope)
     if doc is None or not who.may_use(doc.get("workload", "")):
         raise NotFound(reasons.evaluation_judge_unknown(judge), details={"field": field})
     if EndpointPhase(doc["phase"]).is_terminal:

@@ -14,6 +14,7 @@ from services.api.paging import MAX_LOG_INDEX
 from services.api.views.snapshots import PATH_MAX_BYTES
 from shared.endpoint_schema import EndpointCreateSchema
 from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
+from shared.names import FILE_NAME_MAX, cursor_pattern, id_pattern
 from shared.plans import WORKLOAD_PATTERN, PlanSchema
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.version import VERSION
@@ -36,8 +37,9 @@ def list_parameters(what: str, states=None, *more: dict) -> list[dict]:
     """?limit, ?after, ?workload, ?status (where the list has states) and the list's own filters."""
     common = [
         query("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}, "items per page"),
-        query("after", {"type": "string"}, "the nextCursor of the page before (400 for one this list did not give)"),
-        query("workload", {"type": "string"}, f"only {what} of this workload"),
+        query("after", {"type": "string", "pattern": cursor_pattern()},
+              "the nextCursor of the page before (400 for one this list did not give)"),
+        query("workload", {"type": "string", "pattern": WORKLOAD_PATTERN}, f"only {what} of this workload"),
     ]
     return common + ([status_filter(what, states)] if states is not None else []) + list(more)
 
@@ -137,15 +139,17 @@ ROUTES = {
     "/v1/pools/{poolName}": {"get": ("one pool with its holders and its queue in order, each claim's reason",
                                      None, schemas.PoolSchema, 200)},
     "/v1/snapshots": {"get": ("list snapshots", None, schemas.page_schema(schemas.SnapshotSchema), 200,
-                              list_parameters("snapshots", None, query("run", {"type": "string"},
-                                                                       "only those the run wrote")))},
+                              list_parameters("snapshots", None, query(
+                                  "run", {"type": "string", "pattern": id_pattern("run")}, "only those the run wrote")))},
     "/v1/snapshots/import": {"post": ("register a snapshot directory written elsewhere: the body a .tar(.gz) of it "
                                       "(application/x-tar or application/gzip, ?name, ?workload; or multipart "
                                       "`file`), or JSON {path} on the API's machine; records which parts this "
                                       "deployment reads", "import", schemas.SnapshotSchema, 201, [
-                                          query("name", {"type": "string"}, "an archive body: its file name, for "
+                                          query("name", {"type": "string", "minLength": 1, "maxLength": FILE_NAME_MAX},
+                                                "an archive body: its file name, for "
                                                 "the sentences and the snapshot's source"),
-                                          query("workload", {"type": "string"}, "an archive body: the workload it "
+                                          query("workload", {"type": "string", "pattern": WORKLOAD_PATTERN},
+                                                "an archive body: the workload it "
                                                 "belongs to (multipart and JSON bodies carry `workload` themselves)"),
                                       ])},
     "/v1/snapshots/{snapshotId}": {"get": ("one snapshot", None, schemas.SnapshotSchema, 200)},
@@ -154,8 +158,9 @@ ROUTES = {
         "post": ("score a base model or a snapshot's adapter on a dataset (it queues for GPUs)",
                  EvaluationCreateSchema, schemas.EvaluationSchema, 201),
         "get": ("list evaluations", None, schemas.page_schema(schemas.EvaluationSchema), 200, list_parameters(
-            "evaluations", EvaluationStatus, query("comparison", {"type": "string"}, "only those of this comparison"),
-            query("run", {"type": "string"}, "only those scoring a snapshot of this run"))),
+            "evaluations", EvaluationStatus,
+            query("comparison", {"type": "string", "pattern": id_pattern("cmp")}, "only those of this comparison"),
+            query("run", {"type": "string", "pattern": id_pattern("run")}, "only those scoring a snapshot of this run"))),
     },
     "/v1/evaluations/{evaluationId}": {
         "get": ("one evaluation; what it waits on while QUEUED", None, schemas.EvaluationSchema, 200),

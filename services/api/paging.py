@@ -12,6 +12,8 @@ from flask import request
 from services.api.auth import principal
 from shared import reasons
 from shared.errors import ValidationFailed
+from shared.ids import Kind
+from shared.names import is_id_of, is_workload
 
 # ?after=N of an event or metric log: Redis holds at most 2^32 - 1 entries in a list, and reads an
 # index past 2^63 as no number at all.
@@ -19,7 +21,8 @@ MAX_LOG_INDEX = 2**32 - 1
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit takes "²", which int() refuses
 
 
-def page_args() -> tuple[int, str | None]:
+def page_args(kind: Kind) -> tuple[int, str | None]:
+    """?limit and ?after (the nextCursor of the page before: an id of the list's `kind`)."""
     raw = request.args.get("limit", "50")
     try:
         limit = int(raw)
@@ -29,7 +32,31 @@ def page_args() -> tuple[int, str | None]:
     if not 1 <= limit <= 200:
         raise ValidationFailed(f"limit must be a whole number from 1 to 200, not {limit}",
                                details={"field": "limit"})
-    return limit, request.args.get("after") or None
+    after = request.args.get("after") or None  # an empty ?after= is the first page, as no ?after= is
+    return limit, checked_id("after", after, kind)
+
+
+# What a resource of each kind is called in a sentence
+KIND_WORDS = {Kind.RUN: "run", Kind.SNAPSHOT: "snapshot", Kind.EVALUATION: "evaluation", Kind.ENDPOINT: "endpoint",
+              Kind.DATASET: "dataset", Kind.COMPARISON: "comparison"}
+
+
+def checked_id(param: str, raw: str | None, kind: Kind) -> str | None:
+    """The value `raw` of the query parameter `param`, which names a resource of `kind` by id
+    (?run=, ?comparison=, ?after=): None when absent, else 400 naming the parameter unless it has
+    the shape of such an id (shared/names.py); an empty one is a filter naming nothing, refused too."""
+    if raw is not None and not is_id_of(kind.value, raw):
+        raise ValidationFailed(reasons.query_id_invalid(param, KIND_WORDS[kind], kind.value), details={"field": param})
+    return raw
+
+
+def checked_workload(param: str, raw: str | None) -> str | None:
+    """The value `raw` of the query parameter `param`, which names a workload: None when absent,
+    else 400 unless it is a workload's name (the rule the deployment config holds workloads to,
+    shared/names.py)."""
+    if raw is not None and not is_workload(raw):
+        raise ValidationFailed(reasons.query_workload_invalid(param), details={"field": param})
+    return raw
 
 
 def visible_cursor() -> Callable[[dict[str, Any]], bool]:
@@ -45,7 +72,7 @@ def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True, *, 
     who = principal()
     status = request.args.get("status")
     wanted = states_in(status, what=what, known=statuses) if status is not None else None
-    workload = request.args.get("workload")
+    workload = checked_workload("workload", request.args.get("workload"))
 
     def where(doc: dict[str, Any]) -> bool:
         return (

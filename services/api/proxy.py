@@ -147,7 +147,7 @@ class Gateway:
         """The endpoint a proxied request names in `model`: its id, or the name of a live one."""
         if not isinstance(model, str) or not model:
             raise ValidationFailed("the request needs `model`: an endpoint's id or name", details={"field": "model"})
-        doc = await find_endpoint_async(self.redis, self.context.store, model, may_use=who.may_use)
+        doc = await find_endpoint_async(self.redis, self.context.store, model, workloads=who.name_scope)
         if doc is None or not who.may_use(doc.get("workload", "")):
             raise NotFound(reasons.endpoint_unknown(model), details={"field": "model"})
         return doc

@@ -6,7 +6,7 @@ from typing import Any
 
 from services.api.auth import Principal, require_workload, visible
 from services.api.branches import check_engine, check_restore
-from services.api.claims import queue_for_devices
+from services.api.claims import give_back_places, queue_for_devices, reserve_places
 from services.api.context import Context
 from services.api.datasets import visible_dataset
 from services.api.grpo_plans import check_grpo_plan
@@ -66,6 +66,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         raise ValidationFailed(reasons.batch_not_split(batch_size=batch, gpus=gpus, accumulation=accumulation),
                                details={"field": "hyperparameters.batchSize"})
     check_engine(parent, plan, spec.name)
+    (claim_id,) = reserve_places(context, workload=workload)  # 429 past the workload's cap, nothing stored
 
     run = context.store.create({
         "id": new_id(Kind.RUN),
@@ -94,7 +95,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "startedAt": None,
         "finishedAt": None,
     })
-    return queue_for_devices(context, run, kind="run",
+    return queue_for_devices(context, run, kind="run", claim_id=claim_id,
                              event=f"queued in pool {pool_name} for {gpus} GPU(s); engine {spec.name}")
 
 
@@ -154,6 +155,11 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
         return RUNS.apply(doc, RunStatus.QUEUED, scheduling={**(doc.get("scheduling") or {}), "node": None,
                                                              "devices": []})
 
-    run = context.store.update(run_id, requeue)
-    return queue_for_devices(context, run, kind="run",
+    (claim_id,) = reserve_places(context, workload=run["workload"])  # 429 past the cap: it stays PAUSED
+    try:
+        run = context.store.update(run_id, requeue)
+    except BaseException:
+        give_back_places(context, workload=run["workload"], claim_ids=[claim_id])
+        raise
+    return queue_for_devices(context, run, kind="run", claim_id=claim_id,
                              event=f"resumed by the user; queued in pool {run['pool']} for {run['gpus']} GPU(s)")

@@ -291,7 +291,9 @@ class PoolSummarySchema(Schema):
 
 class InfoSchema(Schema):
     version = fields.String()
-    apiUrl = fields.String()
+    apiUrl = fields.String(allow_none=True, metadata={
+        "description": "the address clients reach the API at (the deployment config's publicUrl); null when "
+                       "not configured"})
     pools = fields.List(fields.Nested(PoolSummarySchema))
     defaultPool = fields.String(metadata={"description": "the pool work queues in when it names none"})
     methods = fields.List(fields.String())

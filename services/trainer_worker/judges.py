@@ -50,7 +50,7 @@ class JudgeAddresses:
         READY endpoint) while READY, else None."""
         scope = self.workloads.get(judge)
         try:
-            doc = find_endpoint(self.store(), judge, may_use=(lambda w: w == scope) if scope else (lambda w: True))
+            doc = find_endpoint(self.store(), judge, workloads=[scope] if scope else None)
         except Conflict:  # a run stored before judges were scoped, whose judge's name two workloads use
             return None
         if not doc or (scope and doc.get("workload") != scope) or doc.get("phase") != EndpointPhase.READY:

@@ -6,4 +6,5 @@
 - `nodes.py`: which nodes have a live worker.
 - `waiting.py`: what a waiting claim waits on, derived from the same rules.
 - `orphans.py`: work whose worker is gone, and how it goes back to the queue.
+- `queued.py`: the cap on the claims one workload may have queued.
 """

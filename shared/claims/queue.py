@@ -3,6 +3,7 @@
 A claim is a JSON document under `claim:ID`. Waiting claim ids sit in the pool's sorted set
 `pool:POOL:queue` scored by `seq` (queue order); granted ones in the set `pool:POOL:held`.
 `claim-of:RESOURCE` names a resource's live claim, so a resource never holds two at once.
+`workload:W:queued` holds a workload's waiting claims for the cap on them (queued.py).
 Every change that moves a claim between those keys happens in one MULTI, under WATCH of the keys
 it read, so schedulers and APIs running side by side never grant one device twice.
 """
@@ -10,12 +11,14 @@ it read, so schedulers and APIs running side by side never grant one device twic
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import redis
 
 from shared import reasons
+from shared.claims import queued
 from shared.claims.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
 from shared.claims.nodes import live_device_counts
 from shared.config import DeploymentConfig
@@ -40,7 +43,8 @@ READ_CHUNK = 8
 class ClaimQueue:
     """Claims of every pool of one deployment (one key prefix).
 
-    With a `config`, `submit` refuses claims that could never be granted (SPEC 5).
+    With a `config`, `submit` refuses claims that could never be granted (SPEC 5), and claims past
+    the workload's cap on queued claims unless submitted under a place `reserve` gave.
     """
 
     def __init__(self, client: redis.Redis, keys: Keys, *, config: DeploymentConfig | None = None):
@@ -81,8 +85,33 @@ class ClaimQueue:
         seq: int | None = None,
         claim_id: str | None = None,
     ) -> dict[str, Any]:
-        """Queue a new claim at the back of its pool (or at `seq`, for a re-queued claim)."""
+        """Queue a new claim at the back of its pool (or at `seq`, for a re-queued claim), under
+        `claim_id` when given (a place `reserve` gave)."""
         self.check(kind=kind, pool=pool, gpus=gpus, workload=workload)
+        if claim_id is None and self.config is not None:
+            claim_id = self.reserve(workload=workload)[0]
+        try:
+            return self._submit(kind=kind, resource_id=resource_id, pool=pool, gpus=gpus, workload=workload,
+                                model=model, seq=seq, claim_id=claim_id)
+        except BaseException:
+            if claim_id is not None:  # a place reserved for it is given back
+                queued.give_back(self.redis, self.keys, workload=workload, claim_ids=[claim_id])
+            raise
+
+    def reserve(self, *, workload: str, count: int = 1) -> list[str]:
+        """`count` places in the workload's queue (claim ids to submit under), or TooManyQueued
+        (429) when its queued claims would pass the deployment's cap (queued.py)."""
+        cap = self.config.max_queued_per_workload if self.config is not None else None
+        if cap is None:
+            return [new_id(Kind.CLAIM) for _ in range(count)]
+        return queued.reserve(self.redis, self.keys, workload=workload, cap=cap, count=count)
+
+    def give_back(self, *, workload: str, claim_ids: list[str]) -> None:
+        """Give back reserved places whose claims were never submitted."""
+        queued.give_back(self.redis, self.keys, workload=workload, claim_ids=claim_ids)
+
+    def _submit(self, *, kind: str, resource_id: str, pool: str, gpus: int, workload: str, model: str | None,
+                seq: int | None, claim_id: str | None) -> dict[str, Any]:
         if seq is None:
             seq = int(self.redis.incr(self.keys.claim_seq()))
         claim = {
@@ -108,6 +137,7 @@ class ClaimQueue:
                     pipe.set(self.keys.claim(claim["id"]), json.dumps(claim))
                     pipe.zadd(self.keys.pool_queue(pool), {claim["id"]: seq})
                     pipe.set(owner_key, claim["id"])
+                    pipe.zadd(self.keys.workload_queued(workload), {claim["id"]: time.time()})
                     self._wake(pipe)
                     pipe.execute()
                     return claim
@@ -132,6 +162,7 @@ class ClaimQueue:
                     pipe.multi()
                     pipe.zrem(self.keys.pool_queue(claim["pool"]), claim_id)
                     pipe.srem(self.keys.pool_held(claim["pool"]), claim_id)
+                    pipe.zrem(self.keys.workload_queued(claim.get("workload", "")), claim_id)
                     pipe.set(key, json.dumps(claim), ex=RELEASED_CLAIM_TTL_S)
                     if owned:
                         pipe.delete(owner_key)
@@ -178,6 +209,9 @@ class ClaimQueue:
                     pipe.set(self.keys.claim(new["id"]), json.dumps(new))
                     pipe.zadd(self.keys.pool_queue(new["pool"]), {new["id"]: new["seq"]})
                     pipe.set(owner_key, new["id"])
+                    # waiting again: it counts as queued (but is not refused: it was queued before)
+                    pipe.zrem(self.keys.workload_queued(old.get("workload", "")), claim_id)
+                    pipe.zadd(self.keys.workload_queued(new.get("workload", "")), {new["id"]: time.time()})
                     self._wake(pipe)
                     pipe.execute()
                     return new
@@ -259,6 +293,7 @@ class ClaimQueue:
                         pipe.set(self.keys.claim(claim["id"]), json.dumps(claim))
                         pipe.zrem(queue_key, claim["id"])
                         pipe.sadd(held_key, claim["id"])
+                        pipe.zrem(self.keys.workload_queued(claim.get("workload", "")), claim["id"])
                     if stale_waiting:  # ids whose document is gone or in another state
                         pipe.zrem(queue_key, *stale_waiting)
                     if stale_held:

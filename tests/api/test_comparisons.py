@@ -158,10 +158,10 @@ def test_a_comparison_that_fails_part_way_withdraws_what_it_queued(client, admin
 
     stored = []
 
-    def store_then_fail(context, checked, *, comparison):
+    def store_then_fail(context, checked, *, claim_id, comparison):
         if stored:
             raise ConnectionError("redis went away")
-        stored.append(real_store(context, checked, comparison=comparison))
+        stored.append(real_store(context, checked, claim_id=claim_id, comparison=comparison))
         return stored[-1]
 
     real_store = comparisons.store_evaluation
@@ -174,5 +174,7 @@ def test_a_comparison_that_fails_part_way_withdraws_what_it_queued(client, admin
     assert withdrawn["detail"] == (f"withdrawn: comparison {withdrawn['comparison']} could not queue all of its "
                                    "evaluations, so it queued none")
     assert claims_waiting(app) == []
+    context = app.extensions["trainer"]  # the places it reserved are given back (issue 26: the cap counts them)
+    assert context.redis.zcard(context.keys.workload_queued(withdrawn["workload"])) == 0
     events = client.get(f"/v1/evaluations/{withdrawn['id']}/events", headers=admin).json["items"]
     assert events[-1]["message"] == "cancelled by the API"

@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from services.api import schemas
+from shared.names import WORKLOAD_PATTERN, cursor_pattern
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from tests.api.openapi_check import openapi_path
 
@@ -104,7 +105,8 @@ def test_list_parameters_say_their_types_and_states(client):
     runs = parameters(document, "/v1/runs")
     assert set(runs) == {"limit", "after", "status", "workload"}
     assert runs["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
-    assert runs["after"]["schema"] == {"type": "string"}
+    assert runs["after"]["schema"] == {"type": "string", "pattern": cursor_pattern()}  # an id, or empty (issue 26)
+    assert runs["workload"]["schema"] == {"type": "string", "pattern": WORKLOAD_PATTERN}
     assert runs["status"]["schema"] == {"type": "array", "minItems": 1,
                                         "items": {"type": "string", "enum": list(RunStatus)}}
     assert (runs["status"]["style"], runs["status"]["explode"]) == ("form", False)  # ?status=QUEUED,RUNNING

@@ -1,4 +1,4 @@
-"""The proxy's cheap path (services/api/proxy.py, endpoints.py): the name hint key and writing
+"""The proxy's cheap path (services/api/proxy.py, endpoints.py): the name index and writing
 `lastRequestAt` at most once a second per endpoint. Real Redis and the real API under uvicorn; the
 endpoint is moved to READY by hand with the address of a scripted HTTP peer (tests/api/http_peer.py;
 the serving process is tested end to end in tests/e2e/test_endpoints.py), so a forwarded request
@@ -42,21 +42,22 @@ def send(http, api_url, admin, model: str):
     return http.post(f"{api_url}/v1/completions", headers=admin, json={"model": model, "prompt": "x", "max_tokens": 1})
 
 
-def test_lookup_by_name_uses_the_hint_and_a_stale_hint_is_never_trusted(app, client, admin, http, api_url, ready):
+def test_lookup_by_name_reads_the_index_and_an_ended_endpoint_is_never_used(app, client, admin, http, api_url,
+                                                                             ready):
     context = app.extensions["trainer"]
+    index = context.keys.endpoint_name_index("endpoints")
     first = ready(name="chat")
-    assert context.redis.smembers(context.keys.endpoint_names("chat")) == {first["id"]}
+    assert context.redis.hget(index, "chat") == first["id"]  # written with the endpoint
     assert send(http, api_url, admin, "chat").headers["X-Trainer-Endpoint"] == first["id"]  # forwarded
 
     client.delete(f"/v1/endpoints/{first['id']}", headers=admin)
     context.store.update(first["id"], lambda d: {**d, "phase": "TERMINATED", "address": None})
-    resp = send(http, api_url, admin, "chat")  # the hint names an ended endpoint: not used
+    resp = send(http, api_url, admin, "chat")  # the entry names an ended endpoint: not used
     assert resp.status_code == 404
     assert resp.json()["error"]["message"] == "no endpoint has the id or name chat; `training endpoints get` lists them"
 
-    second = ready(name="chat")  # the name is free again; the hint follows
-    assert context.redis.smembers(context.keys.endpoint_names("chat")) == {second["id"]}  # the ended one dropped
-    context.redis.delete(context.keys.endpoint_names("chat"))  # no hint at all: the index scan finds it
+    second = ready(name="chat")  # the name is free again; the entry follows
+    assert context.redis.hget(index, "chat") == second["id"]
     assert send(http, api_url, admin, "chat").headers["X-Trainer-Endpoint"] == second["id"]
 
 

@@ -11,7 +11,8 @@ and it checks `Authorization: Bearer TOKEN`. Where it differs from the real thin
   with the resolver's sentence for the sake of the error-rendering tests;
 - a dataset upload is refused (with per-line faults) when a line is not JSON; nothing else is
   checked; the adapter download is a tar.gz of two tiny fake files;
-- one token, no workloads or admin roles; lists are not paged (nextCursor is always null).
+- one token, no workloads or admin roles; lists are not paged (nextCursor is always null);
+- `apiUrl` is TRAINING_PUBLIC_URL, the environment variable the real API reads too (not its config file).
 
 Run it alone with `python tests/cli/fake_api.py --port 8600` (used by the local-stack test).
 """
@@ -23,6 +24,7 @@ import io
 import itertools
 import json
 import logging
+import os
 import tarfile
 import threading
 from datetime import datetime, timezone
@@ -75,7 +77,7 @@ def create_app(token: str = TOKEN) -> Flask:
     @app.get("/v1/info")
     def info():
         node = {"name": "local", "deviceKind": "cpu", "gpus": 2, "freeGpus": 2}
-        return jsonify({"version": "0.6.0", "apiUrl": request.host_url.rstrip("/"), "methods": ["sft"],
+        return jsonify({"version": "0.6.0", "apiUrl": os.environ.get("TRAINING_PUBLIC_URL"), "methods": ["sft"],
                         "pools": [{"name": "default", "nodes": [node], "gpus": 2, "freeGpus": 2}], "catalogSize": 1})
 
     @app.get("/v1/base-models")

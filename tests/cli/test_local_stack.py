@@ -72,6 +72,8 @@ def test_up_and_down(fake_services, home):
         # The CLI now finds the stack through cli.yaml alone.
         info = runner.invoke(cli, ["info", "-o", "json"], catch_exceptions=False)
         assert info.exit_code == 0 and json.loads(info.output)["version"] == "0.6.0"
+        # the API is told its address (GET /v1/info's apiUrl), never left to a request's Host header
+        assert json.loads(info.output)["apiUrl"] == f"http://127.0.0.1:{port}"
 
     finally:
         down = runner.invoke(cli, ["down"], catch_exceptions=False)

@@ -58,3 +58,45 @@ def test_snapshot_import_settings_are_checked(extra, field):
 def test_no_snapshot_import_root_by_default():
     config = parse_config({"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}, env={})
     assert config.snapshot_import_roots == () and config.max_snapshot_files == 10_000
+
+
+# --- issue 26: workload names, the public URL, the cap on queued claims
+
+NODES = {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}
+
+
+@pytest.mark.parametrize("raw, field, workload", [
+    ({"pools": NODES, "tokens": [{"token": "t" * 20, "workloads": ["team-a", "../../x"]}]}, "tokens[0].workloads",
+     "../../x"),
+    ({"pools": {"p": {**NODES["p"], "quotas": {"team a": 1}}}}, "pools.p.quotas", "team a"),
+    ({"pools": NODES, "tokens": [{"token": "t" * 20, "workloads": ["x" * 65]}]}, "tokens[0].workloads", "x" * 65),
+])
+def test_workloads_the_config_names_follow_the_rule_requests_follow(raw, field, workload):
+    from shared import reasons
+
+    with pytest.raises(ValidationFailed) as caught:
+        parse_config(raw, env={})
+    assert caught.value.details == {"field": field}
+    assert caught.value.message == f"deployment config: {field} names workload {workload!r}; {reasons.WORKLOAD_NAME_RULE}"
+
+
+def test_the_public_url_comes_from_the_config_or_the_environment():
+    assert parse_config({"pools": NODES}, env={}).public_url is None
+    assert parse_config({"pools": NODES, "publicUrl": "https://trainer.example.com/"}, env={}).public_url == (
+        "https://trainer.example.com")
+    assert parse_config({"pools": NODES, "publicUrl": "https://a.example"},
+                        env={"TRAINING_PUBLIC_URL": "http://b.example:8600/api"}).public_url == "http://b.example:8600/api"
+    for bad in ("trainer.example.com", "ftp://a.example", "https://", "https://a.example/?x=1", "https://u:p@a.example",
+                "https://a.example/#top", "https://a example", 8600):
+        with pytest.raises(ValidationFailed) as caught:
+            parse_config({"pools": NODES, "publicUrl": bad}, env={})
+        assert caught.value.details == {"field": "publicUrl"}, bad
+
+
+def test_the_cap_on_queued_claims_is_a_whole_number_with_a_default():
+    assert parse_config({"pools": NODES}, env={}).max_queued_per_workload == 100
+    assert parse_config({"pools": NODES, "scheduling": {"maxQueuedPerWorkload": 7}}, env={}).max_queued_per_workload == 7
+    for bad in (0, -1, 2.5, "10", True):
+        with pytest.raises(ValidationFailed) as caught:
+            parse_config({"pools": NODES, "scheduling": {"maxQueuedPerWorkload": bad}}, env={})
+        assert caught.value.details == {"field": "scheduling.maxQueuedPerWorkload"}, bad

@@ -80,3 +80,19 @@ def test_image_text_sentences():
     assert reasons.IMAGE_ROWS_NOT_PACKED == "packing does not take rows with images; train this dataset with packing off"
     assert reasons.request_part_refused("messages[0].content[1].image_url.url", "is not valid base64") == (
         "messages[0].content[1].image_url.url is not valid base64")
+
+
+def test_query_parameter_queue_cap_and_flower_sentences():
+    """Issue 26, item 6: the query parameters' rules, the cap on queued claims, Flower's gate."""
+    assert reasons.query_workload_invalid() == "?workload= must name a workload: 1 to 64 letters, digits or `_.-`"
+    assert reasons.query_id_invalid("run", "run", "run") == (
+        "?run= must be the id of a run: `run-` then 1 to 64 letters, digits, `_` or `-`")
+    assert reasons.query_file_name_invalid("name", 255) == (
+        "?name= must be a file name: 1 to 255 characters, no `/` and no control characters")
+    assert reasons.WORKLOAD_NAME_RULE == "a workload name is 1 to 64 letters, digits or `_.-`"
+    assert reasons.queued_claims_cap(workload="team-a", cap=100, queued=99, asked=2) == (
+        "workload team-a has 99 run(s), evaluation(s) and endpoint(s) queued for GPUs, and this would queue 2 more; "
+        "this deployment lets one workload queue 100 at most. Wait for some to start, or cancel some")
+    assert reasons.FLOWER_NEEDS_BASIC_AUTH == (
+        "flower: set FLOWER_BASIC_AUTH (user:password); this deployment serves no Flower route without it")
+    assert reasons.FLOWER_AUTH_REQUIRED == "Flower needs its basic auth (user:password) on every route"

@@ -9,6 +9,7 @@ from services.api.context import ctx
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import ComparisonSchema, page_schema, serialise
 from services.api.views import json_object_body
+from shared.ids import Kind
 from shared.states import EvaluationStatus
 
 bp = Blueprint("comparisons", __name__)
@@ -23,7 +24,7 @@ def create_comparison():
 
 @bp.get("/v1/comparisons")
 def list_comparisons():
-    limit, after = page_args()
+    limit, after = page_args(Kind.COMPARISON)
     where = visible_filter(what="comparisons", statuses=EvaluationStatus)  # on the derived status
     shown: dict[str, dict] = {}
 

@@ -11,6 +11,7 @@ from services.api.datasets import create_dataset, delete_dataset, visible_datase
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import DatasetSchema, page_schema, serialise
 from shared.errors import ValidationFailed
+from shared.ids import Kind
 
 bp = Blueprint("datasets", __name__)
 
@@ -30,7 +31,7 @@ def upload_dataset():
 
 @bp.get("/v1/datasets")
 def list_datasets():
-    limit, after = page_args()
+    limit, after = page_args(Kind.DATASET)
     items, cursor = ctx().store.list("ds", where=visible_filter(lambda d: not d.get("deleted"), what="datasets"),
                                      limit=limit, after=after,
                                      cursor_visible=visible_cursor())

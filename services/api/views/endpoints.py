@@ -21,6 +21,7 @@ from services.api.schemas import (
     serialise,
 )
 from services.api.views import json_object_body
+from shared.ids import Kind
 from shared.states import EndpointPhase
 
 bp = Blueprint("endpoints", __name__)
@@ -41,7 +42,7 @@ def create_endpoint():
 
 @bp.get("/v1/endpoints")
 def list_endpoints():
-    limit, after = page_args()
+    limit, after = page_args(Kind.ENDPOINT)
     phase = request.args.get("phase")  # ?status= works too (paging.visible_filter)
     phases = states_in(phase, what="endpoints", known=EndpointPhase, param="phase") if phase is not None else None
     items, cursor = ctx().store.list(

@@ -7,10 +7,11 @@ from flask import Blueprint, request, send_file
 from services.api import evaluations as service
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
+from services.api.paging import checked_id, log_page, page, page_args, visible_cursor, visible_filter
 from services.api.scheduling import with_waits
 from services.api.schemas import EvaluationSchema, EventSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
+from shared.ids import Kind
 from shared.states import EvaluationStatus
 
 bp = Blueprint("evaluations", __name__)
@@ -31,10 +32,11 @@ def create_evaluation():
 
 @bp.get("/v1/evaluations")
 def list_evaluations():
-    limit, after = page_args()
+    limit, after = page_args(Kind.EVALUATION)
     # ?comparison= and ?run= (the run whose snapshot it scores), like the snapshots' ?run=
-    asked = {"comparison": request.args.get("comparison"), "run": request.args.get("run")}
-    wanted = {field: value for field, value in asked.items() if value}
+    asked = {"comparison": checked_id("comparison", request.args.get("comparison"), Kind.COMPARISON),
+             "run": checked_id("run", request.args.get("run"), Kind.RUN)}
+    wanted = {field: value for field, value in asked.items() if value is not None}
     where = visible_filter(lambda d: all(d.get(field) == value for field, value in wanted.items()),
                            what="evaluations", statuses=EvaluationStatus)
     items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint
 
 from services.api.context import ctx
 from services.api.schemas import HealthSchema, InfoSchema, serialise
@@ -40,7 +40,7 @@ def info():
     context = ctx()
     return serialise(InfoSchema, {
         "version": VERSION,
-        "apiUrl": request.host_url.rstrip("/"),
+        "apiUrl": context.config.public_url,  # configured, never the request's Host header
         "pools": pool_summaries(),
         "defaultPool": context.config.default_pool,
         "methods": methods(),

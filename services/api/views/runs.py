@@ -17,6 +17,7 @@ from services.api.views import json_object_body
 from shared import reasons
 from shared.artifacts import tensorboard_key
 from shared.errors import NotFound
+from shared.ids import Kind
 from shared.states import RunStatus
 
 bp = Blueprint("runs", __name__)
@@ -29,7 +30,7 @@ def create_run():
 
 @bp.get("/v1/runs")
 def list_runs():
-    limit, after = page_args()
+    limit, after = page_args(Kind.RUN)
     items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit,
                                      after=after, cursor_visible=visible_cursor())
     return serialise(page_schema(RunSchema), page(with_waits(ctx(), items, principal()), cursor))

@@ -11,12 +11,14 @@ from services.api.archives import tar_gz
 from services.api.auth import principal, require_workload, visible
 from services.api.branches import require_intact, with_readable
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_cursor, visible_filter
+from services.api.paging import checked_id, checked_workload, page, page_args, visible_cursor, visible_filter
 from services.api.schemas import SnapshotSchema, page_schema, serialise
 from services.api.views import json_body
 from shared import reasons
 from shared.artifacts import UnsafeKey, join
 from shared.errors import NotFound, ValidationFailed
+from shared.ids import Kind
+from shared.names import FILE_NAME_MAX, is_file_name
 
 bp = Blueprint("snapshots", __name__)
 
@@ -42,9 +44,10 @@ def _snapshot(snapshot_id: str) -> dict:
 
 @bp.get("/v1/snapshots")
 def list_snapshots():
-    limit, after = page_args()
-    run = request.args.get("run")
-    where = visible_filter((lambda d: d.get("run") == run) if run else (lambda d: True), what="snapshots")
+    limit, after = page_args(Kind.SNAPSHOT)
+    run = checked_id("run", request.args.get("run"), Kind.RUN)
+    where = visible_filter((lambda d: d.get("run") == run) if run is not None else (lambda d: True),
+                           what="snapshots")
     items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after,
                                      cursor_visible=visible_cursor())
     return serialise(page_schema(SnapshotSchema), page([with_readable(ctx(), s) for s in items], cursor))
@@ -64,9 +67,9 @@ def import_snapshot():
     if request.mimetype in ARCHIVE_TYPES or request.mimetype == "multipart/form-data":
         request.max_content_length = ctx().config.max_snapshot_upload_bytes  # before the body is read
     if request.mimetype in ARCHIVE_TYPES:
+        asked = checked_workload("workload", request.args.get("workload"))
         return serialise(SnapshotSchema, snapshot_import.import_archive(
-            ctx(), archive=request.stream, filename=request.args.get("name") or "the upload",
-            workload=workload(request.args.get("workload")))), 201
+            ctx(), archive=request.stream, filename=_archive_name(), workload=workload(asked))), 201
     if request.mimetype == "multipart/form-data":
         upload = request.files.get("file")
         if upload is None or not upload.filename:
@@ -83,6 +86,17 @@ def import_snapshot():
                                details={"field": "path", "maxBytes": PATH_MAX_BYTES})
     return serialise(SnapshotSchema, snapshot_import.import_directory(
         ctx(), path=body["path"], workload=workload(body.get("workload")), who=principal())), 201
+
+
+def _archive_name() -> str:
+    """?name= of an archive body: the upload's file name, said in the snapshot's `source` and in
+    refusals; one path segment of printable characters."""
+    name = request.args.get("name")
+    if name is None:
+        return "the upload"
+    if not is_file_name(name):
+        raise ValidationFailed(reasons.query_file_name_invalid("name", FILE_NAME_MAX), details={"field": "name"})
+    return name
 
 
 @bp.get("/v1/snapshots/<snapshot:snapshot_id>")
