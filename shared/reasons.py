@@ -814,6 +814,7 @@ def reward_process_ended(where: str, key: str, how: str) -> str:
     """The process that runs registered reward functions ended while scoring (`how`: how_it_ended)."""
     return f"{where}: the process scoring reward {key} {how} before it gave a score"
 
+
 # --- Query parameters, queue caps and Flower's gate (issue 26, item 6); one block, kept together
 
 WORKLOAD_NAME_RULE = "a workload name is 1 to 64 letters, digits or `_.-`"
