@@ -4,7 +4,8 @@
 #   bash bench/gpu_run.sh NAME CMD...        e.g. bash bench/gpu_run.sh gpu-check python bench/gpu_check.py
 #
 # 1. installs the wheels bench/gpu_wheels.sh put in .whl/ (when there are any) into /tmp/site, as
-#    the device README says, and puts /tmp/site and this repository on PYTHONPATH;
+#    the device README says (once: a second gpu_run.sh in the same call finds them there), and puts
+#    /tmp/site and this repository on PYTHONPATH;
 #    sets HF_HUB_OFFLINE=1 (unless set: the machine reaches nothing, so a hub call fails at once);
 # 2. prints the date, the machine, `nvidia-smi` (or that it is absent), python, torch, CUDA, cuDNN
 #    and the versions of transformers, peft, trl, accelerate, datasets and tokenizers, with where
@@ -58,11 +59,19 @@ main() {
   cd "$ROOT" || return 3
   echo "gpu_run: $NAME, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -srm), $(nproc) cores"
   if compgen -G "$WHEELS/*.whl" >/dev/null; then
-    echo "gpu_run: installing $(ls "$WHEELS"/*.whl | wc -l) wheels from $WHEELS into $SITE"
-    if ! "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-        "$WHEELS"/*.whl; then
-      echo "gpu_run: the wheels did not install: $NAME not run"
-      return 3
+    # the same wheels already installed there (an earlier gpu_run.sh in the same device call): kept
+    local listing
+    listing="$(cd "$WHEELS" && ls -l -- *.whl | awk '{print $5, $NF}')"
+    if [ -f "$SITE/.gpu_run_wheels" ] && [ "$(cat "$SITE/.gpu_run_wheels")" = "$listing" ]; then
+      echo "gpu_run: the $(ls "$WHEELS"/*.whl | wc -l) wheels of $WHEELS are already installed in $SITE"
+    else
+      echo "gpu_run: installing $(ls "$WHEELS"/*.whl | wc -l) wheels from $WHEELS into $SITE"
+      if ! "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+          "$WHEELS"/*.whl; then
+        echo "gpu_run: the wheels did not install: $NAME not run"
+        return 3
+      fi
+      printf '%s' "$listing" >"$SITE/.gpu_run_wheels"
     fi
     export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
   else

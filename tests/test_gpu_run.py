@@ -53,6 +53,12 @@ def test_gpu_run_installs_the_carried_wheels_and_exits_with_its_commands_status(
         assert re.search(rf"^{name} \d+\.\d+\S* \(", log, re.M), name
     assert f"gpu_run: running {sys.executable} -c " in log  # `python` is the machine's python
     assert "gpu_run: probe exited with 3 after " in log
+    # a second command in the same device call finds the same wheels installed
+    again = _gpu_run(tmp_path, "probe-2", "python", "-c", "import gpu_run_probe; print('again', gpu_run_probe.VALUE)",
+                     wheels=wheels)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"gpu_run: the 1 wheels of {wheels} are already installed in {tmp_path / 'site'}" in again.stdout
+    assert "\nagain 42\n" in again.stdout
 
 
 def test_gpu_run_runs_the_gpu_checks_dry_run_as_the_device_call_does(tmp_path):
