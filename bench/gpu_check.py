@@ -1,12 +1,15 @@
-"""The GPU check (not a test): `python bench/gpu_check.py [--dry-run] [--checks NAME,...] [--steps N]`.
+"""The GPU check (not a test): `python bench/gpu_check.py [--dry-run] [--checks NAME,...] [--steps N]
+[--parallel N] [--deadline S]`; on the lent GPU machine through `bash bench/gpu_run.sh` (docs/gpu-check.md).
 
 Runs the project's own engines (services/trainer_worker/engines, through `engines.train` and
 `distributed.run_distributed`, as the worker does; jobs and reporter are the engine tests' doubles)
 and its built-in serving process on one CUDA GPU, with nothing downloaded: the model is built here
 from a config (on CUDA a ~100M-parameter Qwen3-style model, bench/grpo_handoff.py `build_model`; in
-a dry run the built-in tiny model). It needs only torch, transformers, peft, trl, accelerate and
-datasets. Each check prints one line (`PASS`, `FAIL` or `SKIP`, its name, what it measured), then a
-summary line; the exit code is 1 when a check failed. docs/gpu-check.md says what each line means.
+a dry run the built-in tiny model; `tokens-per-second-8b` builds the Qwen3-8B shape on the GPU,
+bench/gpu_qwen3_8b.py). Each check runs in a process of its own with a time limit
+(bench/gpu_isolation.py): the tokens/s checks first, alone, then the others together. Each prints
+its log and one line (`PASS`, `FAIL` or `SKIP`, its name, its seconds, what it measured), then all
+the lines again and a summary; the exit code is 1 when a check failed.
 
 Without CUDA, or with `--dry-run`, the same checks run on one CPU slot at tiny sizes, and the checks
 only a GPU can make are reported as skipped with the reason.
@@ -32,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
+from bench.gpu_isolation import CUDA_DEADLINE_S, Outcome, Runner, line  # noqa: E402
+from bench.gpu_throughput import TimedReporter, bare_sft_run, engine_tokens_per_second  # noqa: E402
 from services.trainer_worker.engines import train  # noqa: E402
 from services.trainer_worker.engines.base import Restore, read_manifest  # noqa: E402
 from services.trainer_worker.engines.distributed import run_distributed  # noqa: E402
@@ -44,16 +49,9 @@ from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_da
 # on CUDA the same kernels run in the same order, but cuBLAS may pick other algorithms between
 # processes, so fp32 agreement to 1e-5 is asked for.
 RESUME_TOLERANCE = {"cpu": 1e-6, "cuda": 1e-5}
-WARMUP_STEPS = 2  # left out of tokens/s: the first steps pay for allocation and kernel selection
 MIN_SPEED_RATIO = 0.8  # the engine's tokens/s must be at least this share of a bare TRL script's
 SHARDED_FORMAT = "hf-trainer-fsdp2-dcp"
-SERVING_READY_S = 300.0
-
-
-@dataclass
-class Outcome:
-    status: str  # "PASS", "FAIL" or "SKIP"
-    detail: str
+SERVING_READY_S = 120.0
 
 
 @dataclass
@@ -137,7 +135,7 @@ def check_endpoint(setup: Setup) -> Outcome:
     work.mkdir(parents=True, exist_ok=True)
     argv, env = BuiltinBackend(devices=[setup.slot]).command(spec, port=port, spec_path=spec.write(work / "spec.json"))
     with open(work / "server.log", "wb") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+        proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
                                 stdout=subprocess.DEVNULL, stderr=log)
     try:
         started = time.perf_counter()
@@ -191,88 +189,40 @@ def check_sharded(setup: Setup) -> Outcome:
     return Outcome("FAIL", f"{detail}: {problem}") if problem else Outcome("PASS", f"{detail}, state {SHARDED_FORMAT}")
 
 
-def bare_trl_tokens_per_second(setup: Setup, job) -> float:
-    """A bare TRL script on the same model, rows, batch, length and LoRA: SFTTrainer as its docs show
-    it; the tokens (attention mask) of the steps after the warm-up over the time from the end of the
-    warm-up to the end of the last step."""
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
-
-    hp, adapter = job.plan["hyperparameters"], job.plan["adapter"]
-    rows = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines() if line.strip()]
-    tokenizer = AutoTokenizer.from_pretrained(setup.model_dir)
-    model = AutoModelForCausalLM.from_pretrained(setup.model_dir, dtype=torch.float32).to(
-        "cuda" if setup.device == "cuda" else "cpu")
-    seen: list[int] = []  # the tokens of each batch, in order
-    ends: list[float] = []
-
-    class Timing(TrainerCallback):
-        def on_step_end(self, args, state, control, **kw):
-            if setup.device == "cuda":
-                torch.cuda.synchronize()
-            ends.append(time.perf_counter())
-
-    config = SFTConfig(output_dir=str(setup.work / "bare-trl"), max_steps=setup.steps,
-                       per_device_train_batch_size=int(hp["batchSize"]), learning_rate=float(hp["learningRate"]),
-                       max_length=int(hp["maxSeqLength"]), logging_steps=1, save_strategy="no", report_to="none",
-                       disable_tqdm=True, use_cpu=setup.device != "cuda", seed=int(hp["seed"]),
-                       dataloader_num_workers=0,
-                       # as the engine: activation checkpointing on CUDA only (TRL's default is always)
-                       gradient_checkpointing=setup.device == "cuda")
-    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=LoraConfig(r=int(adapter["rank"]), lora_alpha=int(adapter["alpha"]),
-                                                lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"),
-                         callbacks=[Timing()])
-    collator = trainer.data_collator
-
-    def counting(features):
-        batch = collator(features)
-        mask = batch.get("attention_mask")
-        seen.append(int(mask.sum()) if mask is not None else int(batch["input_ids"].numel()))
-        return batch
-
-    trainer.data_collator = counting
-    trainer.train()
-    steps = min(len(seen), len(ends))
-    return sum(seen[WARMUP_STEPS:steps]) / (ends[steps - 1] - ends[WARMUP_STEPS - 1])
-
-
-class TimedReporter(RecordingReporter):
-    """The engine tests' reporter, also noting when each step's metrics arrive (the engine reports
-    a step as soon as the Trainer logs it)."""
-
-    def __init__(self):
-        super().__init__()
-        self.arrived: list[float] = []
-
-    def metrics(self, point):
-        self.arrived.append(time.perf_counter())
-        super().metrics(point)
-
-
-def engine_tokens_per_second(reporter: TimedReporter) -> float:
-    """The tokens of the steps after the warm-up (each step's tokensPerSecond x its interval, the
-    interval it was measured over) over the time from the end of the warm-up to the last step."""
-    arrived = reporter.arrived
-    tokens = sum(p["tokensPerSecond"] * (arrived[i] - arrived[i - 1])
-                 for i, p in enumerate(reporter.points) if i >= WARMUP_STEPS)
-    return tokens / (arrived[-1] - arrived[WARMUP_STEPS - 1])
-
-
 def check_speed(setup: Setup) -> Outcome:
+    """The engine against a bare TRL script with the same settings (fp32, the engine's activation
+    checkpointing choice): what a run through the engine costs on top of TRL's own loop."""
+    from shared.models import load_causal_lm, load_tokenizer
+
     reporter = TimedReporter()
     job = setup.sft_job("speed")
     train(job, reporter)
     ours = engine_tokens_per_second(reporter)
-    bare = bare_trl_tokens_per_second(setup, job)
+    checkpointing = any(m.startswith("activation checkpointing on") for _, m in reporter.events)
+    hp, adapter = job.plan["hyperparameters"], job.plan["adapter"]
+    rows = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines() if line.strip()]
+    bare = bare_sft_run(
+        model=load_causal_lm(setup.model_dir, "fp32", device="cuda" if setup.device == "cuda" else "cpu"),
+        tokenizer=load_tokenizer(setup.model_dir), rows=rows, work=setup.work / "bare-trl", device=setup.device,
+        config=dict(max_steps=setup.steps, per_device_train_batch_size=int(hp["batchSize"]),
+                    learning_rate=float(hp["learningRate"]), max_length=int(hp["maxSeqLength"]),
+                    seed=int(hp["seed"]), dataloader_num_workers=0, bf16=False, fp16=False,
+                    gradient_checkpointing=checkpointing),  # as the engine, where TRL's defaults differ
+        peft=dict(r=int(adapter["rank"]), lora_alpha=int(adapter["alpha"]), lora_dropout=0.0,
+                  target_modules="all-linear"),
+    ).tokens_per_second
     ratio = ours / bare
-    detail = f"engine {ours:.0f} tokens/s, bare TRL {bare:.0f} tokens/s, ratio {ratio:.2f}"
+    detail = (f"engine {ours:.0f} tokens/s, bare TRL {bare:.0f} tokens/s, ratio {ratio:.2f}, "
+              f"activation checkpointing {'on' if checkpointing else 'off'} on both")
     if setup.device != "cuda":  # a shared CPU's step times swing several-fold between runs
         return Outcome("PASS", f"{detail} (on CPU the ratio is reported, not judged)")
     return Outcome("PASS" if ratio >= MIN_SPEED_RATIO else "FAIL", f"{detail} (at least {MIN_SPEED_RATIO})")
+
+
+def check_speed_8b(setup: Setup) -> Outcome:
+    from bench.gpu_qwen3_8b import check_8b
+
+    return Outcome(*check_8b(setup.device, setup.work, say=lambda text: print(text, flush=True)))
 
 
 CHECKS: dict[str, Callable[[Setup], Outcome]] = {
@@ -283,11 +233,9 @@ CHECKS: dict[str, Callable[[Setup], Outcome]] = {
     "resume": check_resume,
     "sharded": check_sharded,
     "tokens-per-second": check_speed,
+    "tokens-per-second-8b": check_speed_8b,
 }
-
-
-def line(name: str, outcome: Outcome) -> str:
-    return f"{outcome.status:<4}  {name:<18} {outcome.detail}"
+ALONE = ("tokens-per-second-8b", "tokens-per-second")  # they time the GPU: nothing else runs meanwhile
 
 
 def summary(device: str, outcomes: dict[str, Outcome], seconds: float) -> str:
@@ -305,36 +253,70 @@ def cuda_model(work: Path) -> Path:
     return target
 
 
+# --- Each check in a process of its own
+
+
+def child(name: str, setup: Setup, result: Path) -> None:
+    """Run one check in this process and write its outcome to `result` (a check that raises fails)."""
+    try:
+        outcome = CHECKS[name](setup)
+    except Exception as error:
+        traceback.print_exc()
+        outcome = Outcome("FAIL", f"{type(error).__name__}: {str(error)[:300]}")
+    result.write_text(json.dumps({"status": outcome.status, "detail": outcome.detail}))
+
+
+def plan_order(names: list[str]) -> tuple[list[str], list[str]]:
+    """(the checks that time the GPU, each alone, first; the others, which may share it)."""
+    return [n for n in names if n in ALONE], [n for n in names if n not in ALONE]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Check the engines on one CUDA GPU (or dry-run them on CPU).")
     parser.add_argument("--dry-run", action="store_true", help="run on CPU at tiny sizes even where CUDA is")
     parser.add_argument("--checks", default=",".join(CHECKS), help="comma-separated subset of: " + ", ".join(CHECKS))
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default 20 on CUDA, 6 on CPU)")
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="checks that share the device at once (default 6 on CUDA, 1 on CPU); the "
+                             "tokens/s checks always run alone")
+    parser.add_argument("--deadline", type=float, default=None,
+                        help=f"seconds for the whole check (default {CUDA_DEADLINE_S:.0f} on CUDA, none on CPU): a "
+                             "check still running then is stopped, one not started is skipped")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # internal: run this one check here
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import torch
 
     device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
+    steps = args.steps or (20 if device == "cuda" else 6)
+    if args.child:
+        child(args.child, Setup(device=device, model_dir=args.model_dir, work=args.work, steps=steps),
+              args.work / "result.json")
+        return 0
     names = [n.strip() for n in args.checks.split(",") if n.strip()]
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         parser.error(f"unknown checks: {', '.join(unknown)}")
+    parallel = args.parallel or (6 if device == "cuda" else 1)
+    deadline = args.deadline or (CUDA_DEADLINE_S if device == "cuda" else None)
     started = time.perf_counter()
-    outcomes: dict[str, Outcome] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model_dir = cuda_model(work) if device == "cuda" else ensure_builtin("tiny-qwen3", ArtifactRoot(work / "a"))
-        setup = Setup(device=device, model_dir=model_dir, work=work, steps=args.steps or (20 if device == "cuda" else 6))
         where = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (dry run: tiny model, CUDA-only checks skipped)"
-        print(f"gpu check: {where}, {setup.steps} steps per run", flush=True)
-        for name in names:
-            try:
-                outcomes[name] = CHECKS[name](setup)
-            except Exception as error:  # a check that raises fails; the others still run
-                traceback.print_exc(file=sys.stderr)
-                outcomes[name] = Outcome("FAIL", f"{type(error).__name__}: {str(error)[:300]}")
-            print(line(name, outcomes[name]), flush=True)
-    print(summary(device, outcomes, time.perf_counter() - started), flush=True)
-    return 1 if any(o.status == "FAIL" for o in outcomes.values()) else 0
+        print(f"gpu check: {where}, {steps} steps per run, {parallel} check(s) at once"
+              + (f", {deadline:.0f}s deadline" if deadline else ""), flush=True)
+        runner = Runner(device=device, work=work, model_dir=model_dir, steps=steps, dry_run=args.dry_run,
+                        ends_at=None if deadline is None else started + deadline)
+        alone, shared = plan_order(names)
+        runner.run(alone, at_once=1)
+        runner.run(shared, at_once=parallel)
+    print("results:", flush=True)
+    for name in names:
+        print(line(name, runner.outcomes[name], runner.seconds[name]), flush=True)
+    print(summary(device, runner.outcomes, time.perf_counter() - started), flush=True)
+    return 1 if any(o.status == "FAIL" for o in runner.outcomes.values()) else 0
 
 
 if __name__ == "__main__":

@@ -294,6 +294,15 @@ def memory_exceeded(*, model: str, needs_gib: float, precision: str, pool: str, 
     )
 
 
+
+def activation_checkpointing_chosen(*, on: bool, needs_gib: float, gpu_gib: float, share: float) -> str:
+    """An sft run on CUDA says whether it recomputes activations (engines/kit.py
+    `activation_checkpointing`): off when the memory estimate without it fits `share` of the GPU."""
+    verb = "exceeds" if on else "fits in"
+    return (f"activation checkpointing {'on' if on else 'off'}: the memory estimate without it, {needs_gib:.1f} GiB, "
+            f"{verb} {share:.0%} of the GPU's {gpu_gib:.1f} GiB")
+
+
 # --- Endpoints as the API sees them.
 
 def endpoint_not_ready(endpoint_id: str, phase: str) -> str:

@@ -186,10 +186,18 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #   base weights     parameters x bytes of the precision (fp32 4, bf16/fp16 2); frozen, no grads
 #   LoRA adapter     trainable parameters x 16 bytes: the fp32 weight, its fp32 gradient and
 #                    Adam's two fp32 moments (PEFT keeps adapters in fp32 under bf16/fp16 autocast)
-#   activations      with activation checkpointing (how CUDA runs train): each layer's input kept,
-#                    plus one layer recomputed at a time, about 16 hidden-sized tensors:
+#   activations      with activation checkpointing (what a plan is admitted on): each layer's input
+#                    kept, plus one layer recomputed at a time, about 16 hidden-sized tensors:
 #                    microBatch x seq x hidden x activation bytes x (layers + 16); and the logits
-#                    and their gradient in fp32: microBatch x seq x vocab x 4 x 2
+#                    and their gradient in fp32: microBatch x seq x vocab x 4 x 2.
+#                    Without it (what an sft engine trains with on CUDA when that fits the GPU:
+#                    engines/kit.py `activation_checkpointing`), every layer keeps what its backward
+#                    reads, about 28 hidden-sized tensors of activation bytes per token: measured on
+#                    CPU as 54.6 x hidden bytes per token per layer in bf16 (autograd's saved tensors,
+#                    weights left out) for a Qwen3 layer with FFN 3 x hidden and LoRA on every linear
+#                    layer: the inputs of each LoRA-wrapped projection, the RMS norms' fp32 copies,
+#                    q, k, v, the attention output and the gated MLP's four FFN-wide tensors.
+#                    microBatch x seq x hidden x activation bytes x 28 x layers
 #   runtime          0.5 GiB for the CUDA context, allocator slack and communication buffers
 #   rollout server   grpo only: the serving process beside the trainer on each GPU, with its own
 #                    copy of the base weights, the KV cache of its rank's completions at full length
@@ -212,6 +220,7 @@ LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
                "gate_proj": 4.0, "up_proj": 4.0, "down_proj": 4.0}
 OTHER_MODULE_WIDTH = 2.0
 RECOMPUTED_LAYER_TENSORS = 16
+UNCHECKPOINTED_LAYER_TENSORS = 28
 RUNTIME_GIB = 0.5
 GATHERED_LAYERS = 2  # FSDP2: the layer being computed and the one prefetched
 
@@ -246,8 +255,11 @@ def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded:
     return trainer + rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
 
 
-def trainer_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False) -> float | None:
-    """What the training process alone needs on each GPU (the rollout server beside it not counted)."""
+def trainer_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False,
+                       activation_checkpointing: bool = True) -> float | None:
+    """What the training process alone needs on each GPU (the rollout server beside it not counted),
+    with activation checkpointing (how plans are admitted) or without it (what an engine trains with
+    when that fits)."""
     if not model.get("parameters"):
         return None
     precision = plan["precision"]
@@ -264,7 +276,8 @@ def trainer_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: 
     adapter = lora_parameters(plan.get("adapter") or {}, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
     if sharded:
         weights, adapter = weights / gpus + gathered_unit_bytes(model, precision), adapter / gpus
-    activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * (layers + RECOMPUTED_LAYER_TENSORS)
+    kept = layers + RECOMPUTED_LAYER_TENSORS if activation_checkpointing else layers * UNCHECKPOINTED_LAYER_TENSORS
+    activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * kept
     logits = micro_batch * seq * vocab * 4 * 2
     return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB
 

@@ -11,7 +11,9 @@ method:
   in the plan's precision on this process's device, with the inherited adapter when it restores
   one) and `lora_config` for a fresh adapter;
 - **restore planning**: `plan_restore` / `RestorePlan` and the phrase an engine's first event ends with;
-- **trainer arguments**: `trainer_arguments`, the HF TrainingArguments every engine derives from the plan;
+- **trainer arguments**: `trainer_arguments`, the HF TrainingArguments every engine derives from the plan,
+  and `activation_checkpointing`, whether an sft run on CUDA recomputes activations (only when the
+  resolver's memory estimate without it does not fit the GPU);
 - **the callback**: `ReporterCallback` (metrics, cancel and pause agreed across ranks, every HF
   checkpoint published as a layout-2 snapshot), subclassed by each engine, bound to transformers'
   TrainerCallback by `bind_callback`;
@@ -47,6 +49,7 @@ from services.trainer_worker.engines.sharding import fsdp_arguments, shards, wri
 from shared import reasons
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, plan_default
+from shared.resolver import GIB, trainer_memory_gib
 
 # A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
 NEVER = 10**12
@@ -190,12 +193,58 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
     return restored, tokenizer, model
 
 
+# --- Activation checkpointing: recompute each layer's activations in the backward, or keep them
+
+# Without checkpointing a step over a frozen base costs a forward and a backward (input gradients
+# only); with it, one more forward: a third of the step. So an sft run on CUDA keeps its activations
+# when the resolver's estimate without checkpointing fits this share of the GPU's memory (the rest is
+# the estimate's margin: it is rough, shared/resolver.py).
+KEEP_ACTIVATIONS_SHARE = 0.8
+
+
+def model_facts(model) -> dict[str, Any]:
+    """What the resolver's memory estimate reads of a catalog entry, from a loaded model: the base
+    model's parameter count (an inherited adapter's left out) and its text shape."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = base.config.get_text_config() if hasattr(base.config, "get_text_config") else base.config
+    return {
+        "parameters": sum(p.numel() for name, p in base.named_parameters() if "lora_" not in name),
+        "hiddenSize": int(config.hidden_size),
+        "layers": int(config.num_hidden_layers),
+        "vocabSize": int(config.vocab_size),
+    }
+
+
+def keeps_activations(plan: dict[str, Any], facts: dict[str, Any], gpu_gib: float) -> tuple[bool, float]:
+    """(whether a run of `plan` on GPUs of `gpu_gib` trains without activation checkpointing, the
+    estimate without it in GiB)."""
+    # a plan stored before a field existed reads the schema's default, as the engines do (`setting`)
+    needs = trainer_memory_gib({**plan, "precision": setting(plan, "precision")}, model=facts,
+                               activation_checkpointing=False)
+    return needs <= KEEP_ACTIVATIONS_SHARE * gpu_gib, needs
+
+
+def activation_checkpointing(job: TrainingJob, model) -> tuple[bool, str | None]:
+    """Whether this process trains with activation checkpointing, and the event that says why (None
+    on CPU, where it never does: a CPU run's models are small, and recomputation only slows it)."""
+    if job.devices[0].startswith("cpu"):
+        return False, None
+    import torch
+
+    gpu_gib = torch.cuda.get_device_properties(torch.device(_device(job))).total_memory / GIB
+    keep, needs = keeps_activations(job.plan, model_facts(model), gpu_gib)
+    return not keep, reasons.activation_checkpointing_chosen(on=not keep, needs_gib=needs, gpu_gib=gpu_gib,
+                                                             share=KEEP_ACTIVATIONS_SHARE)
+
+
 # --- The HF TrainingArguments every engine derives
 
 
-def trainer_arguments(job: TrainingJob) -> dict[str, Any]:
+def trainer_arguments(job: TrainingJob, *, checkpointing: bool | None = None) -> dict[str, Any]:
     """The HF TrainingArguments every engine derives from the plan alone (SFT and GRPO alike):
-    the global batch split over devices, the schedule, precision, snapshot interval, DDP backend."""
+    the global batch split over devices, the schedule, precision, snapshot interval, DDP backend.
+    `checkpointing`: activation checkpointing as `activation_checkpointing` chose it; None: on CUDA
+    always (the GRPO engine's, whose GPU the rollout server shares), never on CPU."""
     plan = job.plan
 
     def hyper(name: str) -> Any:
@@ -220,7 +269,7 @@ def trainer_arguments(job: TrainingJob) -> dict[str, Any]:
         bf16=precision == "bf16",
         fp16=precision == "fp16",
         use_cpu=on_cpu,
-        activation_checkpointing=not on_cpu,  # a CPU run's models are small; recomputation only slows it
+        activation_checkpointing=(not on_cpu) if checkpointing is None else checkpointing,
         logging_steps=1,
         save_strategy="steps",
         save_steps=every_steps(plan, "snapshots") or NEVER,

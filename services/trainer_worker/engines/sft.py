@@ -33,6 +33,7 @@ from services.trainer_worker.engines.image_rows import IMAGE_DATA, ImageTextColl
 from services.trainer_worker.engines.kit import (
     NEVER,
     ReporterCallback,
+    activation_checkpointing,
     bind_callback,
     every_steps,
     finish_training,
@@ -109,11 +110,12 @@ class SftReporterCallback(ReporterCallback):
         super().on_log(args, state, control, logs=logs, **kwargs)
 
 
-def sft_config(job: TrainingJob):
-    """The TRL SFTConfig this job trains with, derived from the plan alone."""
+def sft_config(job: TrainingJob, *, checkpointing: bool | None = None):
+    """The TRL SFTConfig this job trains with, derived from the plan (and activation checkpointing as
+    kit.activation_checkpointing chose it for the loaded model)."""
     from trl import SFTConfig
 
-    common = trainer_arguments(job)
+    common = trainer_arguments(job, checkpointing=checkpointing)
     return SFTConfig(
         **common,
         # Validation passes (validationDataset): the same micro-batch, loss only (no logits kept).
@@ -185,7 +187,10 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
             level="warn",
         )
     restored, tokenizer, model = load_for_training(job, reporter)
-    args = sft_config(job)
+    # FSDP2 (sft-fsdp) checkpoints by its own config (engines/sharding.py): its runs are the ones
+    # whose whole copies did not fit
+    checkpointing, why = (None, None) if shards(job.engine) else activation_checkpointing(job, model)
+    args = sft_config(job, checkpointing=checkpointing)
     train_on_prompt = bool(setting(plan, "hyperparameters", "trainOnPrompt"))
     packing = bool(setting(plan, "hyperparameters", "packing"))
     raw_rows = load_rows(job.dataset_path)
@@ -233,5 +238,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         + loss_phrase(rows, train_on_prompt=train_on_prompt)
         + restore_phrase(restored)
     )
+    if why:
+        reporter.event(why)
     trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
     return finish_training(job, restored, trainer, callback)
