@@ -785,3 +785,82 @@ def tracker_failed(tracker: str, what: str, error: str) -> str:
 
 def run_has_no_tensorboard_events(run_id: str) -> str:
     return f"run {run_id} has no TensorBoard event files yet: they are written from its first step"
+
+
+# --- Full disks, archives held to their manifest, numbers and bodies (issue 26 items 4 and 5)
+
+# The answer (507) of a request whose write met a full disk (ENOSPC, EDQUOT) where the trainer
+# keeps artifacts: services/api/app.py, shared/disk_full.py. Whatever was half-written is removed.
+DISK_FULL = ("the trainer's disk is full (no space left where it stores artifacts), so nothing was stored; "
+             "free space there, then send the request again")
+
+
+def run_paused_disk_full(step: int) -> str:
+    """Detail (and warn event) of a run whose snapshot could not be written for a full disk: PAUSED,
+    not FAILED; the half-written snapshot is removed and its earlier snapshots are kept."""
+    return (f"paused: the snapshot of step {step} could not be written because the disk is full (no space "
+            "left where the trainer stores artifacts); free space there, then `training runs resume` continues "
+            "from the run's latest snapshot")
+
+
+def number_not_finite(token: str) -> str:
+    """A JSON number that is not finite: NaN, Infinity, -Infinity, or one too large for a double (1e400)."""
+    shown = token if len(token) <= 40 else token[:37] + "..."
+    return f"is {shown}, which is not a finite number; every number must be finite"
+
+
+def number_too_long(digits: int, most: int) -> str:
+    return f"is a whole number of {digits} digits; a number may have at most {most}"
+
+
+# A number field given a string ("0.1"): marshmallow would read it as the number.
+NUMBER_NOT_A_STRING = "must be a JSON number, not a string"
+
+
+def manifest_refused(field: str | None, problem: str) -> str:
+    """snapshot.json holds JSON that shared/json_values refuses (`problem` from json_too_deep,
+    lone_surrogate, number_not_finite, ...); `field` names where, None for the whole manifest."""
+    return f"snapshot.json {problem}" if field is None else f"snapshot.json: {field} {problem}"
+
+
+def manifest_too_large(most: int) -> str:
+    return f"snapshot.json is larger than a manifest may be ({most} bytes)"
+
+
+def snapshot_archive_unlisted(filename: str, member: str) -> str:
+    """A file in an archive whose manifest lists its files, and not this one (`member` relative to
+    the snapshot directory)."""
+    return (f"{filename} holds {member}, which its manifest's files do not list; a snapshot directory holds "
+            "the files its manifest lists and no others")
+
+
+def snapshot_archive_outside_parts(filename: str, member: str, parts: list[str]) -> str:
+    """A file outside every part directory the manifest declares (`parts`, e.g. ["adapter/", "training_state/"])."""
+    where = f"its parts lie in {', '.join(parts)}" if parts else "it declares no parts"
+    return (f"{filename} holds {member}, which is in no part of the snapshot ({where}); a snapshot directory "
+            "holds its manifest and its parts' files only")
+
+
+def snapshot_archive_twice(filename: str, member: str) -> str:
+    return f"{filename} holds {member} twice; a snapshot directory has one file of each name"
+
+
+def snapshot_archive_outside_root(filename: str, member: str, root: str) -> str:
+    return (f"{filename} holds {member}, outside the snapshot directory {root}/ that holds its manifest; an archive "
+            "holds one snapshot directory")
+
+
+def snapshot_archive_declares_too_much(filename: str, declared: int, limit: int) -> str:
+    return (f"{filename}'s manifest lists {declared} bytes of files, more than this deployment accepts "
+            f"({limit} bytes unpacked)")
+
+
+def adapter_config_refused(file: str, problem: str) -> str:
+    """An imported snapshot's adapter_config.json that no reader could take (`problem`, e.g. "is not
+    a JSON object", json_too_deep's phrase); `file` relative to the snapshot directory."""
+    return f"{file} {problem}; an adapter config is a JSON object of PEFT's settings"
+
+
+def snapshot_member_refused(member: str, problem: str) -> str:
+    """tarfile's `data` filter refused a member; said without the server's paths."""
+    return f"{member} {problem}"

@@ -80,3 +80,22 @@ def test_image_text_sentences():
     assert reasons.IMAGE_ROWS_NOT_PACKED == "packing does not take rows with images; train this dataset with packing off"
     assert reasons.request_part_refused("messages[0].content[1].image_url.url", "is not valid base64") == (
         "messages[0].content[1].image_url.url is not valid base64")
+
+
+def test_issue_26_sentences():
+    assert reasons.manifest_refused(None, reasons.json_too_deep(64)) == (
+        "snapshot.json nests lists and objects more than 64 levels deep")
+    assert reasons.manifest_refused("model", reasons.lone_surrogate(0xD800)) == (
+        "snapshot.json: model holds a lone surrogate (\\ud800), which is not text; a surrogate escape must be half "
+        "of a pair")
+    assert reasons.manifest_too_large(4194304) == "snapshot.json is larger than a manifest may be (4194304 bytes)"
+    assert reasons.snapshot_archive_twice("s.tar", "adapter/a") == (
+        "s.tar holds adapter/a twice; a snapshot directory has one file of each name")
+    assert reasons.snapshot_archive_outside_root("s.tar", "other/a", "snap") == (
+        "s.tar holds other/a, outside the snapshot directory snap/ that holds its manifest; an archive holds one "
+        "snapshot directory")
+    assert reasons.snapshot_archive_outside_parts("s.tar", "x", []) == (
+        "s.tar holds x, which is in no part of the snapshot (it declares no parts); a snapshot directory holds its "
+        "manifest and its parts' files only")
+    assert reasons.number_not_finite("1" * 50) == (
+        f"is {'1' * 37}..., which is not a finite number; every number must be finite")
