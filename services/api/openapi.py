@@ -215,7 +215,26 @@ def build_spec() -> dict:
                 op["parameters"] = params
             ops[method] = op
         spec.path(path=path, operations=ops)
-    return spec.to_dict()
+    return _null_is_only_null(spec.to_dict())
+
+
+# apispec writes a nullable nested schema as anyOf [its $ref, {"type": "object", "nullable": true}],
+# and the second branch is any object at all: `"restore": {}` would be a valid plan. OpenAPI 3.0
+# spells "null and nothing else" as a nullable type whose only value is null.
+_ANY_OBJECT_OR_NULL = {"type": "object", "nullable": True}
+ONLY_NULL = {"type": "object", "nullable": True, "enum": [None]}
+
+
+def _null_is_only_null(node):
+    """The document with every nullable nested schema's null branch allowing null only."""
+    if isinstance(node, dict):
+        node = {key: _null_is_only_null(value) for key, value in node.items()}
+        if isinstance(node.get("anyOf"), list) and any("$ref" in branch for branch in node["anyOf"]):
+            node["anyOf"] = [dict(ONLY_NULL) if branch == _ANY_OBJECT_OR_NULL else branch for branch in node["anyOf"]]
+        return node
+    if isinstance(node, list):
+        return [_null_is_only_null(item) for item in node]
+    return node
 
 
 def docs_page(document: dict) -> str:

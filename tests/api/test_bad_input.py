@@ -376,3 +376,32 @@ def test_rows_holding_numbers_json_cannot_hold_are_refused_at_upload_naming_line
         "dataset line 2, field answer: is NaN, which is not a finite number; every number must be finite "
         "(and 3 more)")
 
+
+# --- The document declares every nested object's shape (issue 26): `"restore": {}` is not a plan
+
+def test_an_optional_nested_object_is_its_schema_or_null_in_the_document_and_the_server_agrees(client, admin,
+                                                                                                dataset):
+    from tests.api.openapi_check import problems
+
+    document = client.get("/v1/openapi.json").json
+    schema = {"$ref": "#/components/schemas/Plan"}
+    base = {"model": MODEL, "dataset": dataset}
+    for nested_field in ("restore", "grpo"):
+        assert problems(document, schema, {**base, nested_field: None}) == []
+        assert problems(document, schema, {**base, nested_field: {"nothing": 1}}) != []
+    assert problems(document, schema, {**base, "restore": {}}) != []
+    resp = client.post("/v1/runs", headers=admin, json={**base, "restore": {}})
+    assert resp.status_code == 400 and error_of(resp)["details"]["fields"] == {
+        "restore.snapshot": ["Missing data for required field."], "restore.what": ["Missing data for required field."]}
+    any_object = [where for where, node in _walk(document) if node == {"type": "object", "nullable": True}]
+    assert any_object == []  # no optional nested field accepts any object
+
+
+def _walk(node, where="#"):
+    if isinstance(node, dict):
+        yield where, node
+        for key, value in node.items():
+            yield from _walk(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _walk(value, f"{where}/{i}")
