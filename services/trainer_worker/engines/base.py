@@ -17,6 +17,7 @@ from shared.artifacts import ArtifactRoot, ArtifactStore, join
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 from shared.engines import engine as declared_engine
 from shared.plans import plan_default
+from shared.snapshot_files import record
 from shared.snapshots import (
     ADAPTER_DIR,
     ADAPTER_FILES,
@@ -127,18 +128,19 @@ def training_state_format(engine: str) -> str:
     return snapshots.TRAINING_STATE_FORMAT
 
 
-def snapshot_manifest(job: TrainingJob, *, step: int) -> dict[str, Any]:
+def snapshot_manifest(job: TrainingJob, *, step: int, files: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     plan = job.plan
     return snapshots.manifest(run_id=job.run_id, step=step, method=plan.get("method") or plan_default("method"),
                               engine=job.engine, precision=plan.get("precision") or plan_default("precision"),
-                              model=plan.get("model"),
-                              gpus=len(job.devices), training_state_format=training_state_format(job.engine))
+                              model=plan.get("model"), gpus=len(job.devices),
+                              training_state_format=training_state_format(job.engine), files=files)
 
 
 def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: int) -> tuple[str, dict]:
     """Reorganise an HF Trainer checkpoint of a PEFT model into a layout-2 snapshot and publish it
     at `job.snapshot_key(step)` of the artifact store (`put_dir`: a reader sees no snapshot or a
-    complete one). The checkpoint directory is consumed. Returns the key and the manifest."""
+    complete one). The checkpoint directory is consumed. Returns the key and the manifest, which
+    lists every file with its size and sha256 (an import elsewhere is held to them)."""
     key = job.snapshot_key(step)
     staging = job.snapshots_dir / f".staging-step-{step:06d}"
     if staging.exists():
@@ -147,7 +149,7 @@ def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: 
     for name in ADAPTER_FILES:
         os.replace(checkpoint / name, staging / ADAPTER_DIR / name)
     os.replace(checkpoint, staging / TRAINING_STATE_DIR)
-    manifest = snapshot_manifest(job, step=step)
+    manifest = snapshot_manifest(job, step=step, files=record(staging))
     snapshots.write_manifest(staging, manifest)
     job.store.put_dir(staging, key, move=True)
     return key, manifest
