@@ -23,7 +23,8 @@ from services.api.views import (
 )
 from shared import logs, reasons
 from shared.config import DeploymentConfig, load_config
-from shared.errors import Internal, StoreUnavailable, TooLarge, TrainerError
+from shared.disk_full import disk_full
+from shared.errors import DiskFull, Internal, StoreUnavailable, TooLarge, TrainerError
 
 OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 
@@ -91,6 +92,12 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
+        if disk_full(exc):
+            # A write met a full disk (a dataset, an imported snapshot, an upload spooled by the
+            # form parser): the writer removed what it had half-written; a 507 saying so, not a 500.
+            log.warning("disk full", path=request.path, error=f"{type(exc).__name__}: {exc}")
+            err = DiskFull()
+            return err.to_dict(), err.status
         log.exception("unhandled error", path=request.path)
         return Internal(reasons.INTERNAL_ERROR).to_dict(), Internal.status
 

@@ -79,6 +79,14 @@ UNAVAILABLE = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 
+# The operations that write artifacts to disk, and the answer when that disk is full (docs/faults.md)
+WRITES_ARTIFACTS = {("/v1/datasets", "post"), ("/v1/snapshots/import", "post")}
+INSUFFICIENT_STORAGE = {
+    "description": "the disk where the trainer stores artifacts is full: nothing was stored, and the same request "
+                   "succeeds once an operator frees space (code insufficient_storage)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
 # path -> {method: (summary, request schema or None, response schema, success status[, query parameters])}
 ROUTES = {
     "/v1/health": {"get": ("liveness; needs no token", None, schemas.HealthSchema, 200)},
@@ -182,6 +190,7 @@ def build_spec() -> dict:
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=schemas.ErrorSchema)
     spec.components.response("Unavailable", UNAVAILABLE)
+    spec.components.response("InsufficientStorage", INSUFFICIENT_STORAGE)
     for path, operations in ROUTES.items():
         ops = {}
         for method, (summary, request_schema, response_schema, status, *query_parameters) in operations.items():
@@ -197,6 +206,8 @@ def build_spec() -> dict:
                                           "content": {"application/json": {"schema": "Error"}}}
             if path not in WITHOUT_STORE:
                 op["responses"]["503"] = "Unavailable"
+            if (path, method) in WRITES_ARTIFACTS:
+                op["responses"]["507"] = "InsufficientStorage"
             if request_schema == "multipart":
                 op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
                     "type": "object", "required": ["file"],

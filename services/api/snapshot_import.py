@@ -12,7 +12,7 @@ the source) and the parts this deployment can read are recorded on the snapshot.
 what its manifest declares (services/api/snapshot_members.py): files inside its parts, and, when the
 manifest lists its files, those files at their listed sizes; an archive is checked member by member
 as it streams in, so a file that does not belong is refused before it is written. Every refusal
-leaves nothing behind.
+leaves nothing behind; a full disk is a 507 (shared/disk_full.py), not a fault of the archive.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from services.api.context import Context
 from services.api.snapshot_members import SnapshotMembers, relative
 from shared import reasons
 from shared.artifacts import imported_snapshot_key
+from shared.disk_full import disk_full
 from shared.errors import Forbidden, TooLarge, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.snapshot_files import damage, listed_damage, record
@@ -135,6 +136,8 @@ def import_archive(context: Context, *, archive: IO[bytes], filename: str, workl
             raise ValidationFailed(reasons.snapshot_archive_unsafe(filename, _filter_problem(exc)),
                                    details={"field": "file"}) from None
         except (tarfile.TarError, EOFError, OSError) as exc:
+            if disk_full(exc):
+                raise  # the disk, not the archive: a 507 (services/api/app.py)
             problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ValidationFailed(reasons.snapshot_archive_unreadable(filename, problem),
                                    details={"field": "file"}) from None
