@@ -7,6 +7,7 @@ from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from services.api.auth import authenticate
+from services.api.bodies import ApiRequest
 from services.api.context import Context
 from services.api.openapi import build_spec, docs_page
 from services.api.views import (
@@ -32,6 +33,7 @@ OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 def create_app(config: DeploymentConfig | None = None) -> Flask:
     config = config or load_config()
     app = Flask(__name__)
+    app.request_class = ApiRequest  # a chunked body bounded as it streams (services/api/bodies.py)
     app.config["MAX_CONTENT_LENGTH"] = config.max_upload_bytes
     app.json.sort_keys = False
     app.extensions["trainer"] = Context.build(config)
