@@ -44,9 +44,10 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 # A snapshot archive holds an adapter and, for a training state, its optimizer: far above a dataset.
 DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES = 16 * 1024 ** 3
-# Unpacked, an archive may be bigger than sent (compression), within reason: a few KB that unpack
-# to gigabytes are refused before they fill the disk.
-DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = 32 * 1024 ** 3
+# Unpacked: a snapshot's files (float tensors) barely compress, so an honest archive unpacks to about
+# what was sent; a few KB that unpack to gigabytes are refused before they fill the disk. A manifest
+# that lists its files bounds its import tighter still (services/api/snapshot_members.py).
+DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES
 DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of files, never millions
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_REDIS_RETRY_S = 60.0

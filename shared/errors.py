@@ -91,6 +91,17 @@ class BadGateway(TrainerError):
     code = "bad_gateway"
 
 
+class DiskFull(TrainerError):
+    """A write the request needed met a full disk (shared/disk_full.py): nothing was stored, and the
+    same request succeeds once an operator frees space (RFC 4918's 507 Insufficient Storage)."""
+
+    status = 507
+    code = "insufficient_storage"
+
+    def __init__(self) -> None:
+        super().__init__(reasons.DISK_FULL)
+
+
 class Internal(TrainerError):
     """Something the trainer did not expect; the API log has the traceback."""
 

@@ -11,6 +11,11 @@ A JSON string may spell a lone UTF-16 surrogate (`"\\ud800"`): json reads it int
 that is not text, which a tokenizer, a UTF-8 encoder and a terminal refuse later. Such a string is
 refused where it arrives, naming where it is.
 
+Numbers: json reads `NaN`, `Infinity` and `-Infinity` (which JSON does not have) and a float too
+large for a double (`1e400`) as Python's non-finite floats, which no field, reward or tokenizer
+wants; and an integer of more than Python's int(str) limit raises a ValueError that names no place.
+Each is refused naming where it is.
+
 `loads(data)` parses and checks; `refusal(value)` checks a parsed value. Both name the place of a
 fault as `messages[0].content` (keys dotted, list items in brackets; `None` for the whole value).
 """
@@ -18,6 +23,7 @@ fault as `messages[0].content` (keys dotted, list items in brackets; `None` for 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -29,6 +35,9 @@ MAX_DEPTH = 64
 # scans in C.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Python's own default bound on int(str) (sys.int_info.default_max_str_digits): past it json raises
+# a ValueError naming no place; the bound holds here whatever the interpreter's setting.
+MAX_INTEGER_DIGITS = 4300
 
 
 class JsonRefused(ValueError):
@@ -41,19 +50,52 @@ class JsonRefused(ValueError):
 
 def loads(data: str | bytes) -> Any:
     """The JSON value of `data` (bytes in any encoding json.loads detects); JsonRefused when it nests
-    too deep or holds a lone surrogate, ValueError (json's own, or a UnicodeDecodeError) when it is
-    not JSON."""
+    too deep, holds a lone surrogate, a number that is not finite or an integer of more than
+    MAX_INTEGER_DIGITS digits; ValueError (json's own, or a UnicodeDecodeError) when it is not JSON."""
     text = data.decode(json.detect_encoding(data), "surrogatepass") if isinstance(data, bytes) else data
+    numbers = _Numbers()
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=numbers.constant, parse_float=numbers.real,
+                           parse_int=numbers.whole)
     except RecursionError:
         raise JsonRefused(None, reasons.json_too_deep(MAX_DEPTH)) from None
-    if (text.count("[") + text.count("{") > MAX_DEPTH or _SURROGATE_ESCAPE.search(text)
+    if (numbers.refused or text.count("[") + text.count("{") > MAX_DEPTH or _SURROGATE_ESCAPE.search(text)
             or _SURROGATE.search(text)):
         problem = refusal(value)
         if problem is not None:
             raise problem
     return value
+
+
+class _RefusedNumber:
+    """Stands in the parsed value for a number that is refused, so the walk can name its place."""
+
+    def __init__(self, problem: str):
+        self.problem = problem
+
+
+class _Numbers:
+    """json's number hooks: C parses the common numbers; these see only what needs a word."""
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def _refuse(self, problem: str) -> _RefusedNumber:
+        self.refused = True
+        return _RefusedNumber(problem)
+
+    def constant(self, token: str) -> _RefusedNumber:  # NaN, Infinity, -Infinity
+        return self._refuse(reasons.number_not_finite(token))
+
+    def real(self, token: str) -> float | _RefusedNumber:
+        value = float(token)
+        return value if math.isfinite(value) else self._refuse(reasons.number_not_finite(token))
+
+    def whole(self, token: str) -> int | _RefusedNumber:
+        digits = len(token) - token.startswith("-")
+        if digits > MAX_INTEGER_DIGITS:
+            return self._refuse(reasons.number_too_long(digits, MAX_INTEGER_DIGITS))
+        return int(token)
 
 
 def refusal(value: Any) -> JsonRefused | None:
@@ -62,6 +104,8 @@ def refusal(value: Any) -> JsonRefused | None:
     stack: list[tuple[Any, str | None, int]] = [(value, None, 0)]
     while stack:
         item, where, depth = stack.pop()
+        if isinstance(item, _RefusedNumber):
+            return JsonRefused(where, item.problem)
         if isinstance(item, str):
             if _SURROGATE.search(item):
                 return JsonRefused(where, reasons.lone_surrogate(ord(_SURROGATE.search(item).group())))

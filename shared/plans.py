@@ -56,6 +56,16 @@ class JsonBoolean(fields.Boolean):
         return value
 
 
+class JsonNumber(fields.Float):
+    """A JSON number, nothing else: marshmallow's Float reads the string "0.1" as 0.1 (and "nan" as a
+    number). true and false are refused by Float itself, infinities by allow_nan=False."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, str):
+            raise ValidationError(reasons.NUMBER_NOT_A_STRING)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 def count(*, minimum: int, maximum: int, why: str, **kw: Any) -> fields.Integer:
     """A whole-number field from `minimum` to `maximum`; its help text says the range and why."""
     description = kw.pop("description")
@@ -79,10 +89,10 @@ class AdapterSchema(Schema):
 
     rank = count(load_default=8, minimum=1, maximum=MAX_RANK, why="past that it is hardly low-rank; vLLM serves "
                  "adapters up to 512", description="LoRA rank r")
-    alpha = fields.Float(load_default=16.0, validate=validate.Range(min=0, max=100_000, min_inclusive=False),
+    alpha = JsonNumber(load_default=16.0, validate=validate.Range(min=0, max=100_000, min_inclusive=False),
                          metadata={"description": "LoRA alpha (scaling = alpha / rank; above 0, at most 100000)",
                                    **ABOVE_MINIMUM})
-    dropout = fields.Float(load_default=0.0, validate=validate.Range(min=0, max=1, max_inclusive=False),
+    dropout = JsonNumber(load_default=0.0, validate=validate.Range(min=0, max=1, max_inclusive=False),
                            metadata={"description": "LoRA dropout (0 or more, below 1)", "exclusiveMaximum": True})
     targetModules = fields.Raw(load_default="all-linear",
                                metadata={"description": "module names to adapt, each one of the model's "
@@ -103,9 +113,9 @@ class HyperparametersSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    learningRate = fields.Float(load_default=2e-3, validate=validate.Range(min=0, max=1, min_inclusive=False),
+    learningRate = JsonNumber(load_default=2e-3, validate=validate.Range(min=0, max=1, min_inclusive=False),
                                 metadata={"description": "peak learning rate (above 0, at most 1)", **ABOVE_MINIMUM})
-    epochs = fields.Float(load_default=None, allow_none=True,
+    epochs = JsonNumber(load_default=None, allow_none=True,
                           validate=validate.Range(min=0, max=MAX_EPOCHS, min_inclusive=False),
                           metadata={"description": "passes over the dataset (ignored when maxSteps is set; above 0, "
                                                    "at most 10000, and at most 10000000 steps: "
@@ -150,7 +160,7 @@ class RewardSchema(Schema):
 
     function = fields.String(load_default=None, allow_none=True, metadata={"description": "reward function name"})
     judge = fields.String(load_default=None, allow_none=True, metadata={"description": "judge endpoint id"})
-    weight = fields.Float(load_default=1.0, validate=validate.Range(min=-1_000_000, max=1_000_000),
+    weight = JsonNumber(load_default=1.0, validate=validate.Range(min=-1_000_000, max=1_000_000),
                           metadata={"description": "what this reward counts for in the total (-1000000 to 1000000, "
                                                    "so the weighted sum stays a finite float)"})
     # null is "not given", as the built-in functions read it
@@ -185,13 +195,13 @@ class GrpoSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    klPenalty = fields.Float(load_default=0.0, validate=validate.Range(min=0, max=1000),
+    klPenalty = JsonNumber(load_default=0.0, validate=validate.Range(min=0, max=1000),
                              metadata={"description": "KL penalty beta; 0 keeps no reference policy (at most 1000)"})
     numGenerations = count(load_default=4, minimum=2, maximum=256, why="the serving process samples 256 at most",
                            description="completions sampled per prompt (a group)")
     maxCompletionLength = count(load_default=64, minimum=1, maximum=65536, why="the longest completion served",
                                 description="longest completion, in tokens")
-    temperature = fields.Float(load_default=1.0, validate=validate.Range(min=0, max=2),
+    temperature = JsonNumber(load_default=1.0, validate=validate.Range(min=0, max=2),
                                metadata={"description": "sampling temperature of the rollouts (0 to 2, what the "
                                                         "serving processes take)"})
     rewards = fields.List(fields.Nested(RewardSchema), load_default=list,

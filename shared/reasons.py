@@ -122,6 +122,7 @@ def endpoint_stopped_before_request(endpoint_id: str) -> str:
 
 # --- Plans that can never fit (SPEC 3.1, 5): refused at submission, each with its own sentence.
 
+
 def gpus_exceed_every_node(*, gpus: int, pool: str, largest_node_gpus: int, kind: str = "run") -> str:
     return (
         f"this {kind} asks for {gpus} GPU(s) of one node, and the largest node of pool {pool} "
@@ -155,6 +156,7 @@ def run_failed(error: str) -> str:
 
 # --- Branches (SPEC 3.3): sentences of our own beside the SPEC's.
 
+
 def snapshot_has_no_training_state(snapshot_id: str) -> str:
     return f"snapshot {snapshot_id} holds no training state. Restore its weights instead"
 
@@ -172,6 +174,7 @@ def branch_other_model(*, snapshot_id: str, snapshot_model: str, plan_model: str
 
 
 # --- Pause and resume.
+
 
 def cannot_pause(run_id: str, status: str) -> str:
     return f"run {run_id} is {status}; only a STARTING or RUNNING run can be paused"
@@ -305,6 +308,7 @@ def activation_checkpointing_chosen(*, on: bool, needs_gib: float, gpu_gib: floa
 
 # --- Endpoints as the API sees them.
 
+
 def endpoint_not_ready(endpoint_id: str, phase: str) -> str:
     """A request through the trainer to an endpoint that is not READY is refused with its phase."""
     return f"endpoint {endpoint_id} is {phase}; it answers requests once READY"
@@ -403,6 +407,7 @@ def endpoint_process_ended(exit_code: int) -> str:
 
 # --- The local stack's supervisor (training_cli/supervisor.py): its log lines and `training status`.
 
+
 def service_restarting(name: str, exit_code: int, *, delay_s: float, restart: int) -> str:
     """A service of the local stack ended; the supervisor starts it again after `delay_s`."""
     return f"{name} {how_it_ended(exit_code)}; starting it again in {delay_s:g}s (restart {restart})"
@@ -434,6 +439,7 @@ def endpoint_idle_stopped(idle_timeout_s: int | float) -> str:
 
 # --- Evaluations and branch comparisons (SPEC 2.5; services/api/evaluations.py, comparisons.py,
 # services/trainer_worker/evaluation_job.py).
+
 
 def evaluation_snapshot_unreadable(snapshot_id: str) -> str:
     """An evaluation of a snapshot whose adapter weights this deployment cannot load."""
@@ -499,6 +505,7 @@ def evaluated_snapshot_unknown(snapshot_id: str) -> str:
 
 # --- Endpoints of a node whose endpoint manager is gone (services/scheduler/lost_endpoints.py).
 
+
 def endpoint_manager_lost(node: str) -> str:
     """Event of a READY or STARTING endpoint whose node has had no endpoint manager for too long."""
     return f"no endpoint manager runs on node {node}; its serving process is presumed lost until one is back"
@@ -510,6 +517,7 @@ def endpoint_start_timed_out_without_manager(start_timeout_s: int | float, node:
 
 
 # --- Reinforcement runs (GRPO, SPEC 4): services/trainer_worker/engines/grpo*.py, services/api/runs.py.
+
 
 def grpo_judge_unparsable(judge: str, count: int, step: int) -> str:
     """Warn event of a GRPO step in which a judge answered some completions with no number."""
@@ -551,6 +559,7 @@ def endpoint_log_missing(endpoint_id: str, phase: str) -> str:
 
 # --- Catalog models from the Hugging Face hub cache (SPEC 1, 2.1): shared/models.py, shared/catalog.py.
 
+
 def hub_model_not_cached(*, model: str, revision: str, cache_dir: str) -> str:
     """A catalog entry with neither `builtin` nor `path` whose snapshot is not in the local hub cache:
     refused at submission (API) and, should a node's cache differ, when the worker loads it."""
@@ -567,6 +576,7 @@ def hub_model_id_invalid(model: str) -> str:
 
 
 # --- Snapshot manifests, adapters and comparisons: refusals that leave nothing behind.
+
 
 def manifest_field_invalid(manifest_path: str, field: str, must: str, value: object) -> str:
     """An imported snapshot's manifest holds a field of the wrong type or value (`must` says what it
@@ -594,6 +604,7 @@ def comparison_not_queued(comparison_id: str) -> str:
 
 # --- Lists: ?status= and ?after= (services/api/paging.py, shared/store.py).
 
+
 def status_unknown(what: str, status: str, known: list[str]) -> str:
     return f"status {status} is not a state of {what}; they are {', '.join(known)}"
 
@@ -608,6 +619,7 @@ def cursor_unknown(cursor: str) -> str:
 
 
 # --- Reward parameters: a reward entry's keys beside function, judge and weight (shared/rewards.py).
+
 
 def reward_parameter_unknown(where: str, function: str, parameter: str, takes: list[str]) -> str:
     """A reward entry gives its function a parameter the function does not take (a built-in one's
@@ -646,6 +658,7 @@ def reward_parameter_not_json(value: object) -> str:
 
 
 # --- Snapshot archives (`training snapshots import`, services/api/snapshot_import.py).
+
 
 def snapshot_archive_unreadable(filename: str, error: str) -> str:
     return f"{filename} is not a readable .tar or .tar.gz of a snapshot directory ({error})"
@@ -707,6 +720,7 @@ SNAPSHOT_IMPORT_BODY = ("a snapshot import is a multipart upload of `file` (a .t
 
 # --- Datasets (services/api/datasets.py).
 
+
 def dataset_deleted(dataset_id: str, deleted_at: str) -> str:
     return f"dataset {dataset_id} was deleted at {deleted_at}; upload its rows again to use them"
 
@@ -720,6 +734,7 @@ def dataset_in_use(dataset_id: str, users: list[tuple[str, str, str]]) -> str:
 
 
 # --- Bad input (issue 14): every one a 4xx naming what was wrong, never a 500.
+
 
 def json_too_deep(max_depth: int) -> str:
     """JSON nested deeper than shared/json_values.MAX_DEPTH (a phrase: the body, a row or a field precedes it)."""
@@ -783,6 +798,7 @@ def epochs_too_many_steps(*, epochs: float, rows: int, batch_size: int, steps: i
 
 # --- Trackers (shared/tracker_config.py, services/trainer_worker/trackers/)
 
+
 def tracker_package_missing(tracker: str, package: str, source: str) -> str:
     return (f"deployment config: trackers.reportTo names {tracker}, but this worker's Python has no "
             f"{package} package (it comes with {source})")
@@ -799,6 +815,7 @@ def run_has_no_tensorboard_events(run_id: str) -> str:
 # --- Reward calls that cannot be let run: patterns RE2 refuses, registered functions past their
 # time budget (shared/rewards.py, shared/reward_process.py). `where` is the reward entry
 # (grpo.rewards.0) at submission, or the step / row being scored ("step 3", "row 7").
+
 
 def reward_pattern_refused(where: str, problem: str) -> str:
     """A regex reward's pattern that RE2 does not compile (a backreference, a lookaround, a
@@ -855,3 +872,82 @@ def queued_claims_cap(*, workload: str, cap: int, queued: int, asked: int) -> st
     return (f"workload {workload} has {queued} run(s), evaluation(s) and endpoint(s) queued for GPUs, and this "
             f"would queue {asked} more; this deployment lets one workload queue {cap} at most. Wait for some to "
             "start, or cancel some")
+
+
+# --- Full disks, archives held to their manifest, numbers and bodies (issue 26 items 4 and 5)
+
+# The answer (507) of a request whose write met a full disk (ENOSPC, EDQUOT) where the trainer
+# keeps artifacts: services/api/app.py, shared/disk_full.py. Whatever was half-written is removed.
+DISK_FULL = ("the trainer's disk is full (no space left where it stores artifacts), so nothing was stored; "
+             "free space there, then send the request again")
+
+
+def run_paused_disk_full(step: int) -> str:
+    """Detail (and warn event) of a run whose snapshot could not be written for a full disk: PAUSED,
+    not FAILED; the half-written snapshot is removed and its earlier snapshots are kept."""
+    return (f"paused: the snapshot of step {step} could not be written because the disk is full (no space "
+            "left where the trainer stores artifacts); free space there, then `training runs resume` continues "
+            "from the run's latest snapshot")
+
+
+def number_not_finite(token: str) -> str:
+    """A JSON number that is not finite: NaN, Infinity, -Infinity, or one too large for a double (1e400)."""
+    shown = token if len(token) <= 40 else token[:37] + "..."
+    return f"is {shown}, which is not a finite number; every number must be finite"
+
+
+def number_too_long(digits: int, most: int) -> str:
+    return f"is a whole number of {digits} digits; a number may have at most {most}"
+
+
+# A number field given a string ("0.1"): marshmallow would read it as the number.
+NUMBER_NOT_A_STRING = "must be a JSON number, not a string"
+
+
+def manifest_refused(field: str | None, problem: str) -> str:
+    """snapshot.json holds JSON that shared/json_values refuses (`problem` from json_too_deep,
+    lone_surrogate, number_not_finite, ...); `field` names where, None for the whole manifest."""
+    return f"snapshot.json {problem}" if field is None else f"snapshot.json: {field} {problem}"
+
+
+def manifest_too_large(most: int) -> str:
+    return f"snapshot.json is larger than a manifest may be ({most} bytes)"
+
+
+def snapshot_archive_unlisted(filename: str, member: str) -> str:
+    """A file in an archive whose manifest lists its files, and not this one (`member` relative to
+    the snapshot directory)."""
+    return (f"{filename} holds {member}, which its manifest's files do not list; a snapshot directory holds "
+            "the files its manifest lists and no others")
+
+
+def snapshot_archive_outside_parts(filename: str, member: str, parts: list[str]) -> str:
+    """A file outside every part directory the manifest declares (`parts`, e.g. ["adapter/", "training_state/"])."""
+    where = f"its parts lie in {', '.join(parts)}" if parts else "it declares no parts"
+    return (f"{filename} holds {member}, which is in no part of the snapshot ({where}); a snapshot directory "
+            "holds its manifest and its parts' files only")
+
+
+def snapshot_archive_twice(filename: str, member: str) -> str:
+    return f"{filename} holds {member} twice; a snapshot directory has one file of each name"
+
+
+def snapshot_archive_outside_root(filename: str, member: str, root: str) -> str:
+    return (f"{filename} holds {member}, outside the snapshot directory {root}/ that holds its manifest; an archive "
+            "holds one snapshot directory")
+
+
+def snapshot_archive_declares_too_much(filename: str, declared: int, limit: int) -> str:
+    return (f"{filename}'s manifest lists {declared} bytes of files, more than this deployment accepts "
+            f"({limit} bytes unpacked)")
+
+
+def adapter_config_refused(file: str, problem: str) -> str:
+    """An imported snapshot's adapter_config.json that no reader could take (`problem`, e.g. "is not
+    a JSON object", json_too_deep's phrase); `file` relative to the snapshot directory."""
+    return f"{file} {problem}; an adapter config is a JSON object of PEFT's settings"
+
+
+def snapshot_member_refused(member: str, problem: str) -> str:
+    """tarfile's `data` filter refused a member; said without the server's paths."""
+    return f"{member} {problem}"

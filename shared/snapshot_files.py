@@ -109,10 +109,29 @@ def damage(directory: Path, contents: dict[str, Any], files: dict[str, Any] | No
                 return Damage(relative, "is empty")
             continue
         if size != want["bytes"]:
-            return Damage(relative, f"has {_bytes(size)}; the snapshot recorded {_bytes(want['bytes'])}")
+            return Damage(relative, size_problem(size, want["bytes"]))
         if deep and (known_sha256 or sha256_of(path)) != want["sha256"]:
             return Damage(relative, "is not the file the snapshot recorded (its sha256 differs)")
     return None
+
+
+def listed_damage(listed: dict[str, Any], found: dict[str, dict[str, Any]]) -> Damage | None:
+    """The first file a manifest lists (`listed`: its `files`) that the directory's own `record`
+    (`found`) does not hold as listed: missing, of another size, or of another sha256."""
+    for relative, want in sorted(listed.items()):
+        got = found.get(PurePosixPath(relative).as_posix())
+        if got is None:
+            return Damage(relative, "is missing")
+        if got["bytes"] != want["bytes"]:
+            return Damage(relative, size_problem(got["bytes"], want["bytes"]))
+        if got["sha256"] != want["sha256"]:
+            return Damage(relative, "is not the file the snapshot recorded (its sha256 differs)")
+    return None
+
+
+def size_problem(size: int, recorded: int) -> str:
+    """A Damage problem: the file has `size` bytes where the snapshot recorded `recorded`."""
+    return f"has {_bytes(size)}; the snapshot recorded {_bytes(recorded)}"
 
 
 def _bytes(count: int) -> str:

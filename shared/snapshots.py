@@ -22,7 +22,7 @@ import json
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from shared import reasons
+from shared import json_values, reasons
 from shared.errors import ValidationFailed
 from shared.version import VERSION
 
@@ -40,9 +40,12 @@ SHARDED_TRAINING_STATE_FORMAT = "hf-trainer-fsdp2-dcp"
 
 
 def manifest(*, run_id: str | None, step: int, method: str, engine: str | None, precision: str, model: str | None,
-             gpus: int, training_state_format: str | None = TRAINING_STATE_FORMAT) -> dict[str, Any]:
-    """The manifest of a layout-2 snapshot this release writes."""
-    return {
+             gpus: int, training_state_format: str | None = TRAINING_STATE_FORMAT,
+             files: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The manifest of a layout-2 snapshot this release writes; `files`: every file of the directory
+    but the manifest with its size and sha256 (shared/snapshot_files.record), which an import of the
+    directory elsewhere is held to."""
+    document = {
         "layout": SNAPSHOT_LAYOUT,
         "run": run_id,
         "step": step,
@@ -57,6 +60,7 @@ def manifest(*, run_id: str | None, step: int, method: str, engine: str | None, 
             {"format": training_state_format, "path": TRAINING_STATE_DIR} if training_state_format else None
         ),
     }
+    return {**document, "files": files} if files is not None else document
 
 
 def write_manifest(directory: Path, document: dict[str, Any]) -> None:
@@ -74,29 +78,58 @@ READABLE_WEIGHTS_FORMATS = frozenset({"peft-safetensors", "peft-bin"})
 READABLE_TRAINING_STATE_FORMATS = frozenset({TRAINING_STATE_FORMAT, SHARDED_TRAINING_STATE_FORMAT})
 
 
+# A manifest listing 10,000 files (the most an import takes) with their sha256 is about 1.5 MB.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+MAX_MANIFEST_TEXT = 256  # characters of a text field (model, method, precision, engine, run, a part's format)
+
+
 def read_manifest(snapshot_dir: Path) -> dict[str, Any]:
-    """The snapshot's manifest, validated. Raises ValidationFailed naming what is wrong.
+    """The snapshot's manifest, validated. Raises ValidationFailed naming what is wrong, and the file
+    by its name in the snapshot directory, never by where the directory lies on this machine.
 
     A layout-1 manifest lists no parts; they are described here from the files the directory holds
     (an HF Trainer checkpoint: `weights` in PEFT .safetensors or .bin, `trainingState` hf-trainer),
     with `path` ".", so every caller reads parts the same way whatever the layout.
     """
     snapshot_dir = Path(snapshot_dir)
-    path = snapshot_dir / MANIFEST_FILE
     try:
-        manifest = json.loads(path.read_text())
+        with open(snapshot_dir / MANIFEST_FILE, "rb") as f:
+            data = f.read(MAX_MANIFEST_BYTES + 1)
     except FileNotFoundError:
-        raise ValidationFailed(f"{snapshot_dir} holds no {MANIFEST_FILE}", details={"path": str(path)}) from None
-    except (OSError, ValueError) as exc:
-        raise ValidationFailed(f"{path} is not a JSON manifest: {exc}", details={"path": str(path)}) from None
-    if not isinstance(manifest, dict):
-        raise ValidationFailed(f"{path} is not a JSON object", details={"path": str(path)})
-    missing = [k for k in MANIFEST_KEYS if k not in manifest]
-    if missing:
-        raise ValidationFailed(f"{path} lacks {', '.join(missing)}", details={"path": str(path), "missing": missing})
+        raise ValidationFailed(f"the snapshot directory holds no {MANIFEST_FILE}",
+                               details={"file": MANIFEST_FILE}) from None
+    except OSError as exc:
+        raise ValidationFailed(f"{MANIFEST_FILE} cannot be read ({exc.strerror})", details={"file": MANIFEST_FILE}) from None
+    manifest = parse_manifest(data)
     if manifest["layout"] == 1:  # its parts come from its files, whatever it says of them
         manifest = {**manifest, **_layout1_parts(snapshot_dir)}
-    _check_manifest_fields(manifest, path)
+    return manifest
+
+
+def parse_manifest(data: bytes) -> dict[str, Any]:
+    """The manifest in `data` (the bytes of a snapshot.json), its fields checked; a layout-1
+    manifest's parts are left for read_manifest to describe from its files. JSON is read with the
+    bounds of request bodies (shared/json_values: nesting, lone surrogates, numbers), so a hostile
+    manifest is a 400 naming its field, not a RecursionError or a string no reader can print."""
+    details = {"file": MANIFEST_FILE}
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ValidationFailed(reasons.manifest_too_large(MAX_MANIFEST_BYTES),
+                               details={**details, "maxBytes": MAX_MANIFEST_BYTES})
+    try:
+        manifest = json_values.loads(data)
+    except json_values.JsonRefused as exc:
+        raise ValidationFailed(reasons.manifest_refused(exc.field, exc.problem),
+                               details={**details, "manifestField": exc.field}) from None
+    except ValueError as exc:  # not JSON (UnicodeDecodeError included)
+        raise ValidationFailed(f"{MANIFEST_FILE} is not a JSON manifest: {exc}", details=details) from None
+    if not isinstance(manifest, dict):
+        raise ValidationFailed(f"{MANIFEST_FILE} is not a JSON object", details=details)
+    missing = [k for k in MANIFEST_KEYS if k not in manifest]
+    if missing:
+        raise ValidationFailed(f"{MANIFEST_FILE} lacks {', '.join(missing)}", details={**details, "missing": missing})
+    if manifest["layout"] == 1:
+        manifest = {k: v for k, v in manifest.items() if k not in ("weights", "trainingState")}
+    _check_manifest_fields(manifest)
     return manifest
 
 
@@ -104,24 +137,30 @@ def _whole(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
+def _text(value: Any) -> bool:
+    """A non-empty string a terminal prints as it is: no control characters, not too long."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_MANIFEST_TEXT and value.isprintable()
+
+
 def _inside(value: Any) -> bool:
     """A path relative to the snapshot directory that stays inside it ("." is the directory itself)."""
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or not value.isprintable():
         return False
     parts = PurePosixPath(value.replace("\\", "/"))
     return not parts.is_absolute() and not PureWindowsPath(value).drive and ".." not in parts.parts
 
 
+_TEXT = f"a non-empty string of printable text (at most {MAX_MANIFEST_TEXT} characters)"
 # field -> (what it must be, the test); optional fields may also be absent
 _MANIFEST_FIELDS: dict[str, tuple[str, Any]] = {
     "layout": ("a whole number of at least 1", lambda v: _whole(v, 1)),
     "step": ("a whole number of 0 or more", lambda v: _whole(v, 0)),
     "gpus": ("a whole number of at least 1", lambda v: _whole(v, 1)),
-    "model": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
-    "method": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
-    "precision": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
-    "engine": ("a string or null", lambda v: v is None or isinstance(v, str)),
-    "run": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "model": (_TEXT, _text),
+    "method": (_TEXT, _text),
+    "precision": (_TEXT, _text),
+    "engine": (f"{_TEXT} or null", lambda v: v is None or _text(v)),
+    "run": (f"{_TEXT} or null", lambda v: v is None or _text(v)),
     "weights": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
     "trainingState": ("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
     "files": ("a JSON object of {bytes, sha256} per file", lambda v: v is None or (isinstance(v, dict) and all(
@@ -129,17 +168,17 @@ _MANIFEST_FIELDS: dict[str, tuple[str, Any]] = {
         for k, r in v.items()))),
 }
 _PART_FIELDS: dict[str, tuple[str, Any]] = {
-    "format": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
+    "format": (_TEXT, _text),
     "path": ("a relative path inside the snapshot directory", _inside),
 }
 
 
-def _check_manifest_fields(manifest: dict[str, Any], path: Path) -> None:
+def _check_manifest_fields(manifest: dict[str, Any]) -> None:
     """Every field a reader of the manifest uses has the type it needs (a 400 naming the first that
     does not), so nothing downstream meets a string where it wants an object."""
     def refuse(name: str, must: str, value: Any) -> None:
-        raise ValidationFailed(reasons.manifest_field_invalid(str(path), name, must, value),
-                               details={"path": str(path), "manifestField": name})
+        raise ValidationFailed(reasons.manifest_field_invalid(MANIFEST_FILE, name, must, value),
+                               details={"file": MANIFEST_FILE, "manifestField": name})
 
     for name, (must, ok) in _MANIFEST_FIELDS.items():
         if name in manifest and not ok(manifest[name]):
@@ -191,3 +230,38 @@ def adapter_dir_of(snapshot_dir: Path, manifest: dict[str, Any] | None = None) -
     """The directory holding the snapshot's adapter_config.json and adapter weights (any layout)."""
     manifest = manifest or read_manifest(snapshot_dir)
     return Path(snapshot_dir) / (manifest.get("weights") or {}).get("path", ADAPTER_DIR)
+
+
+ADAPTER_CONFIG_FILE = "adapter_config.json"
+MAX_ADAPTER_CONFIG_BYTES = 1024 * 1024  # PEFT's config of one adapter: a few KB
+
+
+def check_adapter_config(snapshot_dir: Path, manifest: dict[str, Any]) -> None:
+    """An imported snapshot's adapter_config.json, when it has one, is a JSON object read with the
+    bounds of a manifest: PEFT, the worker and the serving processes read it with plain json, where
+    a config nested 200,000 deep would be a RecursionError. ValidationFailed naming the file."""
+    weights = manifest.get("weights")
+    if not isinstance(weights, dict):
+        return
+    directory = adapter_dir_of(snapshot_dir, manifest)
+    name = (PurePosixPath(str(weights.get("path", ADAPTER_DIR))) / ADAPTER_CONFIG_FILE).as_posix()
+    path = directory / ADAPTER_CONFIG_FILE
+    if not path.is_file():
+        return  # a missing file is damage, named by shared/snapshot_files
+    details = {"file": name}
+    with open(path, "rb") as f:
+        data = f.read(MAX_ADAPTER_CONFIG_BYTES + 1)
+    problem = None
+    if len(data) > MAX_ADAPTER_CONFIG_BYTES:
+        problem = f"is larger than {MAX_ADAPTER_CONFIG_BYTES} bytes"
+    else:
+        try:
+            config = json_values.loads(data)
+        except json_values.JsonRefused as exc:
+            problem = exc.problem if exc.field is None else f"has {exc.field}, which {exc.problem}"
+        except ValueError as exc:
+            problem = f"is not JSON ({exc})"
+        else:
+            problem = None if isinstance(config, dict) else "is not a JSON object"
+    if problem is not None:
+        raise ValidationFailed(reasons.adapter_config_refused(name, problem), details=details)

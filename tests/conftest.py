@@ -112,3 +112,51 @@ def hub_models(tmp_path_factory):
     from tests.shared.tiny_architectures import HubModels
 
     return HubModels(tmp_path_factory.mktemp("hub-models"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A filesystem of its own, a few MB, to fill up (issue 26: a full disk): `small_disk(mb)` mounts
+    a tmpfs of that size under tmp_path and returns its path; unmounted after the test. Skipped,
+    saying why, where this machine does not let the tests mount one (mounting needs root)."""
+    import subprocess
+
+    mounted = []
+
+    def mount(megabytes: int):
+        path = tmp_path / f"disk-{len(mounted)}"
+        path.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m,mode=0755", "tmpfs", str(path)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip("a full disk is tested on a small tmpfs of the test's own, and this machine does not let "
+                        f"the tests mount one: {(done.stderr or done.stdout).strip()}")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill_disk(directory, name: str = "filler"):
+    """Write zeros into `directory`/`name` until its filesystem refuses more (ENOSPC): the disk is
+    then truly full. Returns the file; deleting it gives the space back."""
+    import errno
+
+    path = directory / name
+    block = b"\0" * (256 * 1024)
+    with open(path, "wb", buffering=0) as f:
+        while True:
+            try:
+                f.write(block)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC, exc
+                break
+    while True:  # what a whole block could not fill, a smaller write can
+        try:
+            with open(path, "ab", buffering=0) as f:
+                f.write(b"\0" * 512)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+            return path

@@ -10,6 +10,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import RequestRedirect
 
 from services.api.auth import authenticate
+from services.api.bodies import ApiRequest
 from services.api.context import Context
 from services.api.openapi import build_spec, docs_page
 from services.api.views import (
@@ -26,7 +27,8 @@ from services.api.views import (
 )
 from shared import logs, reasons
 from shared.config import DeploymentConfig, load_config
-from shared.errors import Internal, StoreUnavailable, TooLarge, TrainerError
+from shared.disk_full import disk_full
+from shared.errors import DiskFull, Internal, StoreUnavailable, TooLarge, TrainerError
 
 OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 
@@ -34,6 +36,7 @@ OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 def create_app(config: DeploymentConfig | None = None) -> Flask:
     config = config or load_config()
     app = Flask(__name__)
+    app.request_class = ApiRequest  # a chunked body bounded as it streams (services/api/bodies.py)
     app.config["MAX_CONTENT_LENGTH"] = config.max_upload_bytes
     app.json.sort_keys = False
     # werkzeug answers `/v1//runs` (merge_slashes) and a rule's defaults (redirect_defaults) with a
@@ -109,6 +112,12 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
+        if disk_full(exc):
+            # A write met a full disk (a dataset, an imported snapshot, an upload spooled by the
+            # form parser): the writer removed what it had half-written; a 507 saying so, not a 500.
+            log.warning("disk full", path=request.path, error=f"{type(exc).__name__}: {exc}")
+            err = DiskFull()
+            return err.to_dict(), err.status
         log.exception("unhandled error", path=request.path)
         return Internal(reasons.INTERNAL_ERROR).to_dict(), Internal.status
 

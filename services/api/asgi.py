@@ -7,6 +7,9 @@ Two handlers behind one address:
   a WSGI server would run it.
 
 uvicorn serves it (main.py). Both halves share one Context (config, Redis, store).
+
+A body sent without Content-Length (chunked) reaches the Flask half whole and bounded
+(services/api/bodies.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from a2wsgi import WSGIMiddleware
 
 from services.api.app import create_app
+from services.api.bodies import input_terminated
 from services.api.proxy import PROXIED_PATHS, Gateway, method_not_allowed
 from shared.config import DeploymentConfig, load_config
 
@@ -23,7 +27,7 @@ FLASK_THREADS = 16  # requests the Flask app handles at once (as gunicorn's thre
 def create_asgi_app(config: DeploymentConfig | None = None):
     config = config or load_config()
     flask_app = create_app(config)
-    rest = WSGIMiddleware(flask_app, workers=FLASK_THREADS)
+    rest = WSGIMiddleware(input_terminated(flask_app), workers=FLASK_THREADS)
     gateway = Gateway(flask_app.extensions["trainer"])
 
     async def app(scope: dict, receive, send) -> None:

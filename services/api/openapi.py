@@ -81,6 +81,14 @@ UNAVAILABLE = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 
+# The operations that write artifacts to disk, and the answer when that disk is full (docs/faults.md)
+WRITES_ARTIFACTS = {("/v1/datasets", "post"), ("/v1/snapshots/import", "post")}
+INSUFFICIENT_STORAGE = {
+    "description": "the disk where the trainer stores artifacts is full: nothing was stored, and the same request "
+                   "succeeds once an operator frees space (code insufficient_storage)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
 # path -> {method: (summary, request schema or None, response schema, success status[, query parameters])}
 ROUTES = {
     "/v1/health": {"get": ("liveness; needs no token", None, schemas.HealthSchema, 200)},
@@ -187,6 +195,7 @@ def build_spec() -> dict:
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=schemas.ErrorSchema)
     spec.components.response("Unavailable", UNAVAILABLE)
+    spec.components.response("InsufficientStorage", INSUFFICIENT_STORAGE)
     for path, operations in ROUTES.items():
         ops = {}
         for method, (summary, request_schema, response_schema, status, *query_parameters) in operations.items():
@@ -202,6 +211,8 @@ def build_spec() -> dict:
                                           "content": {"application/json": {"schema": "Error"}}}
             if path not in WITHOUT_STORE:
                 op["responses"]["503"] = "Unavailable"
+            if (path, method) in WRITES_ARTIFACTS:
+                op["responses"]["507"] = "InsufficientStorage"
             if request_schema == "multipart":
                 op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
                     "type": "object", "required": ["file"],
@@ -220,7 +231,26 @@ def build_spec() -> dict:
                 op["parameters"] = params
             ops[method] = op
         spec.path(path=path, operations=ops)
-    return spec.to_dict()
+    return _null_is_only_null(spec.to_dict())
+
+
+# apispec writes a nullable nested schema as anyOf [its $ref, {"type": "object", "nullable": true}],
+# and the second branch is any object at all: `"restore": {}` would be a valid plan. OpenAPI 3.0
+# spells "null and nothing else" as a nullable type whose only value is null.
+_ANY_OBJECT_OR_NULL = {"type": "object", "nullable": True}
+ONLY_NULL = {"type": "object", "nullable": True, "enum": [None]}
+
+
+def _null_is_only_null(node):
+    """The document with every nullable nested schema's null branch allowing null only."""
+    if isinstance(node, dict):
+        node = {key: _null_is_only_null(value) for key, value in node.items()}
+        if isinstance(node.get("anyOf"), list) and any("$ref" in branch for branch in node["anyOf"]):
+            node["anyOf"] = [dict(ONLY_NULL) if branch == _ANY_OBJECT_OR_NULL else branch for branch in node["anyOf"]]
+        return node
+    if isinstance(node, list):
+        return [_null_is_only_null(item) for item in node]
+    return node
 
 
 def docs_page(document: dict) -> str:

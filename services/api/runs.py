@@ -152,8 +152,9 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
     def requeue(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["status"] != RunStatus.PAUSED:
             raise Conflict(reasons.cannot_resume(run_id, doc["status"]), details={"status": doc["status"]})
-        return RUNS.apply(doc, RunStatus.QUEUED, scheduling={**(doc.get("scheduling") or {}), "node": None,
-                                                             "devices": []})
+        # the reason it paused (a full disk: shared/reasons.run_paused_disk_full) is over once resumed
+        return RUNS.apply(doc, RunStatus.QUEUED, detail=None,
+                          scheduling={**(doc.get("scheduling") or {}), "node": None, "devices": []})
 
     (claim_id,) = reserve_places(context, workload=run["workload"])  # 429 past the cap: it stays PAUSED
     try:

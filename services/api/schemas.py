@@ -14,7 +14,8 @@ from marshmallow import Schema, fields
 
 class ErrorBodySchema(Schema):
     code = fields.String(metadata={"description": "stable error code: invalid, unauthenticated, forbidden, not_found, "
-                                                  "conflict, too_large, refused; bad_gateway, internal, unavailable"})
+                                                  "conflict, too_large, refused; bad_gateway, internal, unavailable, "
+                                                  "insufficient_storage"})
     message = fields.String(metadata={"description": "a sentence that names what was wrong"})
     details = fields.Raw(metadata={"description": "what the sentence refers to (fields, lines, ids)"})
 

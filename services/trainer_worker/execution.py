@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable
 
+from services.trainer_worker.engines.base import SnapshotDiskFull
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import RunReporter
 from services.trainer_worker.trackers import Trackers
@@ -135,6 +136,9 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
     except LeaseLost as exc:
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"
+    except SnapshotDiskFull as exc:  # not a failure: paused, resumable once space is freed (issue 26)
+        outcome, detail = RunStatus.PAUSED.value, str(exc)
+        reporter.event(detail, level="warn")
     except Exception as exc:  # the engine failed: the run says why, the worker lives on
         if unreachable(exc):
             raise  # not the engine: its store (with_lease leaves the run to be re-queued)
@@ -151,7 +155,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
     worker.claims().release(claim["id"])
     if outcome == RunStatus.CANCELLED.value:
         reporter.event("cancelled by the user")
-    elif outcome == RunStatus.PAUSED.value:
+    elif outcome == RunStatus.PAUSED.value and detail is None:  # paused by the user
         reporter.event(f"paused at step {reporter.last_step}; its GPUs are released. "
                        "`training runs resume` continues it exactly")
     log.info("run ended", status=outcome)

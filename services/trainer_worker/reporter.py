@@ -111,7 +111,8 @@ class RunReporter:
             "model": manifest["model"],
             "contents": {"weights": manifest.get("weights"), "trainingState": manifest.get("trainingState")},
             # every file's size and sha256 as written, so a snapshot damaged later reads as damaged
-            "files": record(directory),
+            # (its manifest lists them, as publish_checkpoint_as_snapshot hashed them: once)
+            "files": manifest.get("files") or record(directory),
             "final": final,
             "imported": False,
             "path": key,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
@@ -18,11 +19,11 @@ def app(config):
     return create_app(config)
 
 
-@pytest.fixture
-def api_url(config):
+@contextlib.contextmanager
+def served(config):
     """The whole API (services/api/asgi.py: the proxied OpenAI routes run outside Flask) served by
-    uvicorn in a thread on a free port. Unlike `python -m services.api.main` it runs asyncio's own
-    event loop, not uvloop (the end-to-end tests run the real entry point)."""
+    uvicorn in a thread on a free port; yields its URL. Unlike `python -m services.api.main` it runs
+    asyncio's own event loop, not uvloop (the end-to-end tests run the real entry point)."""
     from services.api.asgi import create_asgi_app
     from shared.redis_server import free_port
 
@@ -35,9 +36,18 @@ def api_url(config):
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def api_url(config):
+    """The whole API served on a free port (`served`)."""
+    with served(config) as url:
+        yield url
 
 
 @pytest.fixture

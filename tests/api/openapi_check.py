@@ -3,9 +3,9 @@
 A small validator of the part of OpenAPI 3.0's schema language that apispec writes for the read
 schemas, strict where a general JSON Schema library would be lenient: a keyword it does not know
 fails the check instead of being ignored, and `nullable` is read as OpenAPI 3.0 means it (JSON
-Schema has no such keyword). apispec writes a nullable nested schema as
-`anyOf: [{$ref}, {type: object, nullable: true}]`; the second alternative stands for null only,
-so a wrong nested object can not pass as "some object".
+Schema has no such keyword). A nullable nested schema is `anyOf: [{$ref}, {type: object,
+nullable: true, enum: [null]}]` (services/api/openapi.py): the second alternative is null only, so
+a wrong nested object can not pass as "some object".
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 _ANNOTATIONS = {"description", "default", "title", "format", "example"}
 _CHECKED = {"type", "properties", "additionalProperties", "items", "nullable", "$ref", "anyOf", "allOf", "enum",
             "required", "minimum", "maximum"}
-_NULL_STAND_IN = {"type": "object", "nullable": True}
 
 
 def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -35,10 +34,7 @@ def problems(document: dict[str, Any], schema: dict[str, Any], value: Any, where
     if "$ref" in schema:
         return problems(document, resolve(document, schema), value, where)
     if "anyOf" in schema:
-        if value is None and _NULL_STAND_IN in schema["anyOf"]:
-            return []
-        options = [s for s in schema["anyOf"] if s != _NULL_STAND_IN]
-        found = [problems(document, s, value, where) for s in options]
+        found = [problems(document, s, value, where) for s in schema["anyOf"]]
         return [] if any(not f for f in found) else [line for f in found for line in f]
     if "allOf" in schema:
         found = [line for s in schema["allOf"] for line in problems(document, s, value, where)]

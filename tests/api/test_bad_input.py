@@ -305,3 +305,103 @@ def test_a_serving_processs_errors_reach_the_client_in_the_documented_shape(http
     assert error_of(resp) == {"code": "bad_gateway", "details": {"endpoint": ep["id"], "status": 500},
                               "message": reasons.endpoint_process_failed(
                                   ep["id"], reasons.endpoint_answer_unreadable(ep["id"], 500))}
+
+
+# --- Numbers (issue 26): a string is no number, no number is NaN, none has 5,000 digits
+
+@pytest.mark.parametrize("where, value, field", [
+    ("hyperparameters", {"learningRate": "0.1"}, "hyperparameters.learningRate"),
+    ("hyperparameters", {"maxSteps": None, "epochs": "1"}, "hyperparameters.epochs"),
+    ("adapter", {"alpha": "16"}, "adapter.alpha"),
+    ("adapter", {"dropout": "0.1"}, "adapter.dropout"),
+    ("grpo", {"klPenalty": "0"}, "grpo.klPenalty"),
+    ("grpo", {"temperature": "1.0"}, "grpo.temperature"),
+    ("grpo", {"rewards": [{"function": "length", "target": 8, "weight": "1"}]}, "grpo.rewards.0.weight"),
+])
+def test_a_number_field_refuses_a_number_written_as_a_string(client, admin, dataset, where, value, field):
+    body = plan(dataset)
+    body[where] = {**body.get(where, {}), **value}
+    if where == "grpo":
+        body["method"] = "grpo"
+        body["hyperparameters"]["batchSize"] = 4
+    resp = client.post("/v1/runs", headers=admin, json=body)
+    assert resp.status_code == 400, resp.json
+    assert error_of(resp)["message"] == f"plan field {field}: {reasons.NUMBER_NOT_A_STRING}"
+    assert reasons.NUMBER_NOT_A_STRING == "must be a JSON number, not a string"
+    assert client.get("/v1/runs", headers=admin).json["items"] == []
+    if where != "grpo":  # the same plan with the number as a number is a run
+        body[where] = {k: (float(v) if isinstance(v, str) else v) for k, v in body[where].items()}
+        assert client.post("/v1/runs", headers=admin, json=body).status_code == 201
+
+
+@pytest.mark.parametrize("token, problem", [
+    ("9" * 5000, reasons.number_too_long(5000, 4300)),
+    ("-" + "9" * 4301, reasons.number_too_long(4301, 4300)),
+    ("NaN", reasons.number_not_finite("NaN")),
+    ("Infinity", reasons.number_not_finite("Infinity")),
+    ("-1e999", reasons.number_not_finite("-1e999")),
+])
+def test_a_number_json_cannot_hold_is_a_400_naming_its_field(client, admin, dataset, http, api_url, token, problem):
+    body = json.dumps(plan(dataset, maxSteps=0)).replace('"maxSteps": 0', f'"maxSteps": {token}')
+    resp = client.post("/v1/runs", headers=admin, data=body, content_type="application/json")
+    assert resp.status_code == 400 and error_of(resp) == {
+        "code": "invalid", "details": {"field": "hyperparameters.maxSteps"},
+        "message": reasons.request_body_refused("hyperparameters.maxSteps", problem)}
+    chat = '{"model": "x", "messages": [], "max_tokens": ' + token + "}"  # the asyncio proxy reads it alike
+    resp = http.post(f"{api_url}/v1/chat/completions", headers={**admin, "Content-Type": "application/json"},
+                     data=chat)
+    assert resp.status_code == 400 and error_of(resp)["message"] == reasons.request_body_refused("max_tokens", problem)
+    assert reasons.number_not_finite("NaN") == "is NaN, which is not a finite number; every number must be finite"
+    assert reasons.number_too_long(5000, 4300) == "is a whole number of 5000 digits; a number may have at most 4300"
+
+
+def test_rows_holding_numbers_json_cannot_hold_are_refused_at_upload_naming_line_and_field(client, admin):
+    rows = "\n".join([
+        '{"prompt": "q", "answer": 1}',
+        '{"prompt": "q", "answer": NaN}',
+        '{"prompt": "q", "scores": [1, Infinity]}',
+        '{"prompt": "q", "answer": 1e400}',
+        '{"prompt": "q", "answer": ' + "1" * 5000 + "}",
+    ]).encode()
+    resp = client.post("/v1/datasets", headers=admin, data={"file": (io.BytesIO(rows), "n.jsonl")},
+                       content_type="multipart/form-data")
+    assert resp.status_code == 400
+    assert error_of(resp)["details"]["faults"] == [
+        {"line": 2, "field": "answer", "problem": reasons.number_not_finite("NaN")},
+        {"line": 3, "field": "scores[1]", "problem": reasons.number_not_finite("Infinity")},
+        {"line": 4, "field": "answer", "problem": reasons.number_not_finite("1e400")},
+        {"line": 5, "field": "answer", "problem": reasons.number_too_long(5000, 4300)},
+    ]
+    assert error_of(resp)["message"] == (
+        "dataset line 2, field answer: is NaN, which is not a finite number; every number must be finite "
+        "(and 3 more)")
+
+
+# --- The document declares every nested object's shape (issue 26): `"restore": {}` is not a plan
+
+def test_an_optional_nested_object_is_its_schema_or_null_in_the_document_and_the_server_agrees(client, admin,
+                                                                                                dataset):
+    from tests.api.openapi_check import problems
+
+    document = client.get("/v1/openapi.json").json
+    schema = {"$ref": "#/components/schemas/Plan"}
+    base = {"model": MODEL, "dataset": dataset}
+    for nested_field in ("restore", "grpo"):
+        assert problems(document, schema, {**base, nested_field: None}) == []
+        assert problems(document, schema, {**base, nested_field: {"nothing": 1}}) != []
+    assert problems(document, schema, {**base, "restore": {}}) != []
+    resp = client.post("/v1/runs", headers=admin, json={**base, "restore": {}})
+    assert resp.status_code == 400 and error_of(resp)["details"]["fields"] == {
+        "restore.snapshot": ["Missing data for required field."], "restore.what": ["Missing data for required field."]}
+    any_object = [where for where, node in _walk(document) if node == {"type": "object", "nullable": True}]
+    assert any_object == []  # no optional nested field accepts any object
+
+
+def _walk(node, where="#"):
+    if isinstance(node, dict):
+        yield where, node
+        for key, value in node.items():
+            yield from _walk(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _walk(value, f"{where}/{i}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tarfile
 
 import pytest
@@ -55,9 +56,9 @@ def test_import_then_download_the_adapter(client, admin, tmp_path):
     ({"weights": "adapter"}, "weights", 'weights must be a JSON object or null, not the string "adapter"'),
     ({"weights": ["adapter"]}, "weights", "weights must be a JSON object or null, not a list"),
     ({"trainingState": 3}, "trainingState", "trainingState must be a JSON object or null, not 3"),
-    ({"weights": {"path": "adapter"}}, "weights.format", "weights.format must be a non-empty string, not null"),
+    ({"weights": {"path": "adapter"}}, "weights.format", "weights.format must be a non-empty string of printable text (at most 256 characters), not null"),
     ({"trainingState": {"format": ["hf-trainer"]}}, "trainingState.format",
-     "trainingState.format must be a non-empty string, not a list"),
+     "trainingState.format must be a non-empty string of printable text (at most 256 characters), not a list"),
     ({"weights": {"format": "peft-safetensors", "path": "/etc"}}, "weights.path",
      'weights.path must be a relative path inside the snapshot directory, not the string "/etc"'),
     ({"weights": {"format": "peft-safetensors", "path": "../../x"}}, "weights.path",
@@ -72,19 +73,23 @@ def test_import_then_download_the_adapter(client, admin, tmp_path):
     ({"gpus": 0}, "gpus", "gpus must be a whole number of at least 1, not 0"),
     ({"gpus": None}, "gpus", "gpus must be a whole number of at least 1, not null"),
     ({"gpus": {"count": 2}}, "gpus", "gpus must be a whole number of at least 1, not a JSON object"),
-    ({"model": None}, "model", "model must be a non-empty string, not null"),
-    ({"method": ["sft"]}, "method", "method must be a non-empty string, not a list"),
-    ({"precision": ""}, "precision", 'precision must be a non-empty string, not the string ""'),
-    ({"engine": 1}, "engine", "engine must be a string or null, not 1"),
-    ({"run": {"id": "run-1"}}, "run", "run must be a string or null, not a JSON object"),
+    ({"model": None}, "model", "model must be a non-empty string of printable text (at most 256 characters), not null"),
+    ({"method": ["sft"]}, "method", "method must be a non-empty string of printable text (at most 256 characters), not a list"),
+    ({"precision": ""}, "precision", 'precision must be a non-empty string of printable text (at most 256 characters), not the string ""'),
+    ({"engine": 1}, "engine", "engine must be a non-empty string of printable text (at most 256 characters) or null, not 1"),
+    ({"run": {"id": "run-1"}}, "run", "run must be a non-empty string of printable text (at most 256 characters) or null, not a JSON object"),
+    ({"model": "tiny\x1b[2J"}, "model", 'model must be a non-empty string of printable text (at most 256 characters), not the string "tiny\\u001b[2J"'),
+    ({"model": "m" * 257}, "model", 'model must be a non-empty string of printable text (at most 256 characters), not the string "' + "m" * 57 + '..."'),
+    ({"trainingState": {"format": "hf\ntrainer"}}, "trainingState.format",
+     'trainingState.format must be a non-empty string of printable text (at most 256 characters), not the string "hf\\ntrainer"'),
 ])
 def test_a_manifest_field_of_the_wrong_type_is_a_400_naming_it(client, admin, tmp_path, fields, field, sentence):
     directory = snapshot_dir(tmp_path, **fields)
     resp = import_(client, admin, directory)
     assert resp.status_code == 400, resp.json
     assert resp.json["error"]["code"] == "invalid"
-    assert resp.json["error"]["message"] == f"{directory / 'snapshot.json'}: {sentence}"
-    assert resp.json["error"]["details"]["manifestField"] == field
+    assert resp.json["error"]["message"] == f"snapshot.json: {sentence}"  # never the server's path
+    assert resp.json["error"]["details"] == {"file": "snapshot.json", "manifestField": field}
     assert client.get("/v1/snapshots", headers=admin).json["items"] == []  # nothing stored
 
 
@@ -94,16 +99,19 @@ def test_other_bad_paths_and_manifests(client, admin, tmp_path):
     assert resp.json["error"]["message"] == "path ~nosuchuser-xyz/snap must be absolute: the API reads it on its own machine"
     directory = snapshot_dir(tmp_path, gpus=...)
     resp = import_(client, admin, directory)
-    assert resp.status_code == 400 and resp.json["error"]["message"] == f"{directory / 'snapshot.json'} lacks gpus"
+    assert resp.status_code == 400 and resp.json["error"]["message"] == "snapshot.json lacks gpus"
     (directory / "snapshot.json").write_text('["layout", 2]')
     resp = import_(client, admin, directory)
     assert resp.status_code == 400
-    assert resp.json["error"]["message"] == f"{directory / 'snapshot.json'} is not a JSON object"
+    assert resp.json["error"]["message"] == "snapshot.json is not a JSON object"
     assert client.get("/v1/snapshots", headers=admin).json["items"] == []
 
 
 def test_a_snapshot_without_weights_imports_but_has_no_adapter_to_download(client, admin, tmp_path):
-    resp = import_(client, admin, snapshot_dir(tmp_path, weights=None, trainingState=None))
+    directory = snapshot_dir(tmp_path, weights=None, trainingState=None)
+    for part in ("adapter", "training_state"):  # a manifest that declares no parts holds no files
+        shutil.rmtree(directory / part)
+    resp = import_(client, admin, directory)
     assert resp.status_code == 201, resp.json
     snap = resp.json
     assert snap["contents"] == {"weights": None, "trainingState": None}
@@ -342,3 +350,168 @@ def test_an_import_whose_listed_files_differ_is_refused_naming_the_file(client, 
     (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")  # intact again
     resp = import_(client, admin, directory)
     assert resp.status_code == 201 and resp.json["files"] == listed
+
+
+# --- Imports held to their manifest (issue 26): what it declares and no more; read as hostile JSON
+
+def listed_dir(tmp_path, **fields):
+    """A snapshot directory whose manifest lists its files, as this release writes them."""
+    from shared.snapshot_files import record
+
+    directory = snapshot_dir(tmp_path, **fields)
+    (directory / "snapshot.json").write_text(json.dumps({**MANIFEST, **fields, "files": record(directory)}))
+    return directory
+
+
+def leftovers(config) -> list[str]:
+    return sorted(p.name for p in (config.artifact_root / "imported").rglob(".incoming-*"))
+
+
+def test_a_file_outside_every_part_is_refused_whether_or_not_the_manifest_lists_files(client, admin, tmp_path,
+                                                                                      config):
+    before = imported_dirs(config)
+    for directory in (snapshot_dir(tmp_path / "plain"), listed_dir(tmp_path / "listed")):
+        (directory / "zeros.bin").write_bytes(b"\0" * 1000)
+        resp = post_archive(client, admin, tar_of(directory))
+        assert resp.status_code == 400 and resp.json["error"] == {
+            "code": "invalid", "details": {"field": "file", "file": "zeros.bin"},
+            "message": reasons.snapshot_archive_outside_parts("snap.tar", "zeros.bin", ["adapter/", "training_state/"])}
+        resp = import_(client, admin, directory)  # by path too
+        assert resp.status_code == 400 and resp.json["error"]["details"] == {"field": "path", "file": "zeros.bin"}
+    assert reasons.snapshot_archive_outside_parts("s.tar", "x", ["adapter/"]) == (
+        "s.tar holds x, which is in no part of the snapshot (its parts lie in adapter/); a snapshot directory "
+        "holds its manifest and its parts' files only")
+    assert imported_dirs(config) == before and leftovers(config) == []
+
+
+def test_an_unlisted_file_inside_a_part_is_refused_when_the_manifest_lists_files(client, admin, tmp_path, config):
+    before = imported_dirs(config)
+    directory = listed_dir(tmp_path)
+    (directory / "adapter" / "extra.bin").write_bytes(b"\0" * 1000)
+    resp = post_archive(client, admin, tar_of(directory))  # the manifest comes after adapter/ here: checked then
+    assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.snapshot_archive_unlisted(
+        "snap.tar", "adapter/extra.bin")
+    resp = import_(client, admin, directory)
+    assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.snapshot_archive_unlisted(
+        str(directory), "adapter/extra.bin")
+    assert imported_dirs(config) == before and leftovers(config) == []
+    (directory / "adapter" / "extra.bin").unlink()
+    resp = post_archive(client, admin, tar_of(directory))
+    assert resp.status_code == 201 and resp.json["files"] == json.loads((directory / "snapshot.json").read_text())["files"]
+
+
+def test_a_listed_file_of_another_size_stops_the_archive_at_that_member(client, admin, tmp_path, config):
+    directory = listed_dir(tmp_path)
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights and more")
+    resp = post_archive(client, admin, tar_of(directory))
+    assert resp.status_code == 400 and resp.json["error"] == {
+        "code": "invalid", "details": {"field": "file", "file": "adapter/adapter_model.safetensors"},
+        "message": "the snapshot directory snap.tar is damaged: its file adapter/adapter_model.safetensors has "
+                   "16 bytes; the snapshot recorded 7 bytes"}
+    assert leftovers(config) == []
+
+
+def test_a_manifest_declaring_more_than_the_deployment_takes_is_413_before_any_file(config, admin, tmp_path):
+    small = create_app_with(config, max_snapshot_unpacked_bytes=1000)
+    directory = listed_dir(tmp_path)
+    manifest = json.loads((directory / "snapshot.json").read_text())
+    manifest["files"]["adapter/adapter_model.safetensors"]["bytes"] = 5000
+    (directory / "snapshot.json").write_text(json.dumps(manifest))
+    resp = post_archive(small, admin, tar_of(directory))
+    declared = sum(f["bytes"] for f in manifest["files"].values())
+    assert resp.status_code == 413 and resp.json["error"] == {
+        "code": "too_large", "details": {"field": "file", "maxUnpackedBytes": 1000, "declaredBytes": declared},
+        "message": f"snap.tar's manifest lists {declared} bytes of files, more than this deployment accepts "
+                   "(1000 bytes unpacked)"}
+
+
+def test_members_outside_the_snapshot_directory_or_twice_are_refused(client, admin, tmp_path, config):
+    directory = listed_dir(tmp_path)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(directory, arcname="snap")
+        tar.add(directory / "adapter" / "adapter_config.json", arcname="other/adapter_config.json")
+    resp = post_archive(client, admin, buffer.getvalue())
+    assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.snapshot_archive_outside_root(
+        "snap.tar", "other/adapter_config.json", "snap")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(directory, arcname="snap")
+        tar.add(directory / "adapter" / "adapter_config.json", arcname="snap/adapter/adapter_config.json")
+    resp = post_archive(client, admin, buffer.getvalue())
+    assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.snapshot_archive_twice(
+        "snap.tar", "adapter/adapter_config.json")
+    assert leftovers(config) == []
+
+
+def create_app_with(config, **limits):
+    from dataclasses import replace
+
+    from services.api.app import create_app
+
+    return create_app(replace(config, **limits)).test_client()
+
+
+@pytest.mark.parametrize("text, message, field", [
+    ('{"layout": ' + "[" * 200_000 + "]" * 200_000 + "}", "snapshot.json nests lists and objects more than 64 "
+     "levels deep", None),
+    (json.dumps({**MANIFEST, "model": "x"}).replace('"x"', '"tiny\\ud800"'), "snapshot.json: model holds a lone "
+     "surrogate (\\ud800), which is not text; a surrogate escape must be half of a pair", "model"),
+    (json.dumps({**MANIFEST, "step": 1}).replace('"step": 1', '"step": NaN'), "snapshot.json: step is NaN, which is "
+     "not a finite number; every number must be finite", "step"),
+    (json.dumps({**MANIFEST, "gpus": 1}).replace('"gpus": 1', '"gpus": ' + "9" * 5000), "snapshot.json: gpus is a "
+     "whole number of 5000 digits; a number may have at most 4300", "gpus"),
+])
+def test_a_hostile_manifest_is_a_400_naming_its_field_by_path_and_by_archive(client, admin, tmp_path, config,
+                                                                            text, message, field):
+    directory = snapshot_dir(tmp_path)
+    (directory / "snapshot.json").write_text(text)
+    for resp in (import_(client, admin, directory), post_archive(client, admin, tar_of(directory))):
+        assert resp.status_code == 400 and resp.json["error"]["message"] == message
+        assert resp.json["error"]["details"]["manifestField"] == field
+    listed = client.get("/v1/snapshots", headers=admin)
+    assert listed.status_code == 200 and listed.json["items"] == []
+
+
+def test_refusals_never_show_where_the_api_unpacks(client, admin, tmp_path, config):
+    escape = io.BytesIO()
+    with tarfile.open(fileobj=escape, mode="w") as tar:
+        member = tarfile.TarInfo("../../escaped.txt")
+        member.size = 2
+        tar.addfile(member, io.BytesIO(b"hi"))
+    resp = post_archive(client, admin, escape.getvalue())
+    assert resp.json["error"]["message"] == reasons.snapshot_archive_unsafe(
+        "snap.tar", "../../escaped.txt would land outside the snapshot directory")
+    bad = snapshot_dir(tmp_path, layout="2")
+    for resp in (resp, post_archive(client, admin, tar_of(bad)), import_(client, admin, bad),
+                 post_archive(client, admin, tar_of(snapshot_dir(tmp_path / "m", model=...)))):
+        assert resp.status_code == 400
+        assert str(config.artifact_root) not in json.dumps(resp.json) and str(tmp_path) not in json.dumps(resp.json)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[" * 200_000 + "]" * 200_000, "nests lists and objects more than 64 levels deep"),
+    ('{"r": NaN}', "has r, which is NaN, which is not a finite number; every number must be finite"),
+    ('["r", 8]', "is not a JSON object"),
+])
+def test_an_adapter_config_no_reader_could_take_is_refused_at_import(client, admin, tmp_path, config, text, problem):
+    directory = snapshot_dir(tmp_path)
+    (directory / "adapter" / "adapter_config.json").write_text(text)
+    before = imported_dirs(config)
+    for resp in (import_(client, admin, directory), post_archive(client, admin, tar_of(directory))):
+        assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.adapter_config_refused(
+            "adapter/adapter_config.json", problem)
+        assert resp.json["error"]["details"]["file"] == "adapter/adapter_config.json"
+    assert reasons.adapter_config_refused("a/adapter_config.json", "is not a JSON object") == (
+        "a/adapter_config.json is not a JSON object; an adapter config is a JSON object of PEFT's settings")
+    assert imported_dirs(config) == before
+
+
+def test_a_manifest_past_4_mib_is_refused_unread(client, admin, tmp_path):
+    from shared.snapshots import MAX_MANIFEST_BYTES
+
+    directory = snapshot_dir(tmp_path)
+    (directory / "snapshot.json").write_text(json.dumps(MANIFEST) + " " * MAX_MANIFEST_BYTES)
+    for resp in (import_(client, admin, directory), post_archive(client, admin, tar_of(directory))):
+        assert resp.status_code == 400 and resp.json["error"]["message"] == reasons.manifest_too_large(
+            MAX_MANIFEST_BYTES)

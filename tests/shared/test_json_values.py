@@ -8,7 +8,7 @@ import json
 import pytest
 
 from shared import reasons
-from shared.json_values import MAX_DEPTH, JsonRefused, loads, refusal
+from shared.json_values import MAX_DEPTH, MAX_INTEGER_DIGITS, JsonRefused, loads, refusal
 
 
 def nested(depth: int) -> str:
@@ -71,3 +71,31 @@ def test_refusal_walks_values_nested_deeper_than_the_interpreter_stack():
         value = [value]
     assert refusal(value).problem == reasons.json_too_deep(MAX_DEPTH)
     assert refusal({"fine": [1, "two", {"three": None}]}) is None
+
+
+@pytest.mark.parametrize("text, field, token", [
+    ('{"a": NaN}', "a", "NaN"),
+    ('[1, Infinity]', "[1]", "Infinity"),
+    ('{"a": {"b": -Infinity}}', "a.b", "-Infinity"),
+    ('{"lr": 1e400}', "lr", "1e400"),
+    ('{"lr": -2.5E+999}', "lr", "-2.5E+999"),
+    ("NaN", None, "NaN"),
+])
+def test_a_number_that_is_not_finite_is_refused_naming_where_it_is(text, field, token):
+    with pytest.raises(JsonRefused) as refused:
+        loads(text)
+    assert (refused.value.field, refused.value.problem) == (field, reasons.number_not_finite(token))
+
+
+def test_an_integer_past_the_digit_bound_is_refused_naming_where_it_is():
+    assert loads('{"n": ' + "9" * MAX_INTEGER_DIGITS + "}") == {"n": int("9" * MAX_INTEGER_DIGITS)}
+    for sign in ("", "-"):
+        with pytest.raises(JsonRefused) as refused:
+            loads('{"rows": [{"n": ' + sign + "9" * (MAX_INTEGER_DIGITS + 1) + "}]}")
+        assert (refused.value.field, refused.value.problem) == (
+            "rows[0].n", reasons.number_too_long(MAX_INTEGER_DIGITS + 1, MAX_INTEGER_DIGITS))
+
+
+def test_numbers_within_the_bounds_parse_as_json_does():
+    text = '{"a": [0, -0, 1.5, -2e-300, 1e308, 12345678901234567890, -7]}'
+    assert loads(text) == json.loads(text)

@@ -96,3 +96,22 @@ def test_query_parameter_queue_cap_and_flower_sentences():
     assert reasons.FLOWER_NEEDS_BASIC_AUTH == (
         "flower: set FLOWER_BASIC_AUTH (user:password); this deployment serves no Flower route without it")
     assert reasons.FLOWER_AUTH_REQUIRED == "Flower needs its basic auth (user:password) on every route"
+
+
+def test_issue_26_sentences():
+    assert reasons.manifest_refused(None, reasons.json_too_deep(64)) == (
+        "snapshot.json nests lists and objects more than 64 levels deep")
+    assert reasons.manifest_refused("model", reasons.lone_surrogate(0xD800)) == (
+        "snapshot.json: model holds a lone surrogate (\\ud800), which is not text; a surrogate escape must be half "
+        "of a pair")
+    assert reasons.manifest_too_large(4194304) == "snapshot.json is larger than a manifest may be (4194304 bytes)"
+    assert reasons.snapshot_archive_twice("s.tar", "adapter/a") == (
+        "s.tar holds adapter/a twice; a snapshot directory has one file of each name")
+    assert reasons.snapshot_archive_outside_root("s.tar", "other/a", "snap") == (
+        "s.tar holds other/a, outside the snapshot directory snap/ that holds its manifest; an archive holds one "
+        "snapshot directory")
+    assert reasons.snapshot_archive_outside_parts("s.tar", "x", []) == (
+        "s.tar holds x, which is in no part of the snapshot (it declares no parts); a snapshot directory holds its "
+        "manifest and its parts' files only")
+    assert reasons.number_not_finite("1" * 50) == (
+        f"is {'1' * 37}..., which is not a finite number; every number must be finite")

@@ -13,6 +13,7 @@ from services.trainer_worker.engines.base import checkpoint_from_snapshot
 from services.trainer_worker.engines.sft import load_rows, run_sft
 from shared.errors import ValidationFailed
 from shared.models import load_causal_lm, load_tokenizer
+from shared.snapshot_files import record
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 
@@ -63,6 +64,7 @@ def test_snapshots_every_n_steps_and_at_the_end(trained):
         "precision": "fp32", "model": "builtin/tiny-qwen3", "gpus": 1, "release": "0.6.0",
         "weights": {"format": "peft-safetensors", "path": "adapter"},
         "trainingState": {"format": "hf-trainer", "path": "training_state"},
+        "files": record(directory),  # every file with its size and sha256: an import is held to them
     }
     assert sorted(p.name for p in (directory / "adapter").iterdir()) == [
         "adapter_config.json", "adapter_model.safetensors",

@@ -67,8 +67,13 @@ def import_(cli: CliContext, path: str, workload: str | None, on_server: bool, f
         raise CliError(f"{directory} holds no {MANIFEST_FILE}; a snapshot directory starts with its manifest")
     with tempfile.TemporaryDirectory(prefix="training-import-") as tmp:
         archive = Path(tmp) / f"{directory.resolve().name}.tar"
+        top = directory.resolve().name
         with tarfile.open(archive, "w") as tar:  # weights barely compress; plain tar keeps it cheap
-            tar.add(directory, arcname=directory.resolve().name)
+            # the manifest first: the API then checks each file against it before writing any
+            tar.add(directory / MANIFEST_FILE, arcname=f"{top}/{MANIFEST_FILE}")
+            for child in sorted(directory.iterdir()):
+                if child.name != MANIFEST_FILE:
+                    tar.add(child, arcname=f"{top}/{child.name}")
         snapshot = cli.client.post_file("/v1/snapshots/import", archive, "application/x-tar",
                                         {"name": archive.name, "workload": workload})
     emit(snapshot, fmt, tables.snapshot)

@@ -14,9 +14,11 @@ from typing import Any, Callable, Protocol
 
 from shared import reasons, snapshots
 from shared.artifacts import ArtifactRoot, ArtifactStore, join
+from shared.disk_full import disk_full, no_space_left
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 from shared.engines import engine as declared_engine
 from shared.plans import plan_default
+from shared.snapshot_files import record
 from shared.snapshots import (
     ADAPTER_DIR,
     ADAPTER_FILES,
@@ -104,6 +106,27 @@ class TrainingJob:
         return self.store.get_dir(self.snapshot_key(step))
 
 
+class SnapshotDiskFull(Exception):
+    """A snapshot could not be written for want of space (shared/disk_full.py). Not a failure of
+    the run: the worker pauses it with this sentence, its half-written snapshot removed and its
+    earlier ones kept, and `training runs resume` continues it once space is freed."""
+
+    def __init__(self, step: int):
+        super().__init__(reasons.run_paused_disk_full(step))
+        self.step = step
+
+
+def snapshot_write_failed(job: TrainingJob, exc: BaseException, *, step: int, checkpoint: Path) -> bool:
+    """Whether `exc`, raised while the snapshot of `step` was written, was for want of space. If so,
+    what it half-wrote (the HF checkpoint, the staging directory) is removed, which also gives the
+    space back. A writer that fails without saying why (torch.save) is judged by the filesystem."""
+    if not (disk_full(exc) or no_space_left(job.work_dir)):
+        return False
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    shutil.rmtree(job.snapshots_dir / f".staging-step-{step:06d}", ignore_errors=True)
+    return True
+
+
 @dataclass
 class TrainingResult:
     final_step: int
@@ -127,29 +150,37 @@ def training_state_format(engine: str) -> str:
     return snapshots.TRAINING_STATE_FORMAT
 
 
-def snapshot_manifest(job: TrainingJob, *, step: int) -> dict[str, Any]:
+def snapshot_manifest(job: TrainingJob, *, step: int, files: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     plan = job.plan
     return snapshots.manifest(run_id=job.run_id, step=step, method=plan.get("method") or plan_default("method"),
                               engine=job.engine, precision=plan.get("precision") or plan_default("precision"),
-                              model=plan.get("model"),
-                              gpus=len(job.devices), training_state_format=training_state_format(job.engine))
+                              model=plan.get("model"), gpus=len(job.devices),
+                              training_state_format=training_state_format(job.engine), files=files)
 
 
 def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: int) -> tuple[str, dict]:
     """Reorganise an HF Trainer checkpoint of a PEFT model into a layout-2 snapshot and publish it
     at `job.snapshot_key(step)` of the artifact store (`put_dir`: a reader sees no snapshot or a
-    complete one). The checkpoint directory is consumed. Returns the key and the manifest."""
+    complete one). The checkpoint directory is consumed. Returns the key and the manifest, which
+    lists every file with its size and sha256 (an import elsewhere is held to them).
+
+    A full disk raises SnapshotDiskFull, with nothing of this snapshot left behind."""
     key = job.snapshot_key(step)
     staging = job.snapshots_dir / f".staging-step-{step:06d}"
-    if staging.exists():
-        shutil.rmtree(staging)
-    (staging / ADAPTER_DIR).mkdir(parents=True)
-    for name in ADAPTER_FILES:
-        os.replace(checkpoint / name, staging / ADAPTER_DIR / name)
-    os.replace(checkpoint, staging / TRAINING_STATE_DIR)
-    manifest = snapshot_manifest(job, step=step)
-    snapshots.write_manifest(staging, manifest)
-    job.store.put_dir(staging, key, move=True)
+    try:
+        if staging.exists():
+            shutil.rmtree(staging)
+        (staging / ADAPTER_DIR).mkdir(parents=True)
+        for name in ADAPTER_FILES:
+            os.replace(checkpoint / name, staging / ADAPTER_DIR / name)
+        os.replace(checkpoint, staging / TRAINING_STATE_DIR)
+        manifest = snapshot_manifest(job, step=step, files=record(staging))
+        snapshots.write_manifest(staging, manifest)
+        job.store.put_dir(staging, key, move=True)
+    except OSError as exc:
+        if snapshot_write_failed(job, exc, step=step, checkpoint=checkpoint):
+            raise SnapshotDiskFull(step) from exc
+        raise
     return key, manifest
 
 

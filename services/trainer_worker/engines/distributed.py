@@ -13,6 +13,7 @@ Only rank 0 talks to the outside, over one local connection to this process:
     rank 0 ──("stop?",) at each step end──► parent ──► reporter.stop_request()
     rank 0 ◄──("stop", None|"cancel"|"pause")── parent
     rank 0 ──("result", TrainingResult fields)─────────────────► parent
+    rank 0 ──("disk full", step) when its snapshot met a full disk──► parent raises SnapshotDiskFull
 
 so the Reporter interface is the same on one device or many, and a stop request lands on the same
 step as on one device. Rank 0 broadcasts each step's stop decision to the other ranks
@@ -39,7 +40,7 @@ from dataclasses import asdict
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
-from services.trainer_worker.engines.base import Reporter, TrainingJob, TrainingResult, check_restore
+from services.trainer_worker.engines.base import Reporter, SnapshotDiskFull, TrainingJob, TrainingResult, check_restore
 from shared import reasons
 from shared.child_env import child_env, die_with_parent
 
@@ -135,6 +136,7 @@ def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, 
     result: TrainingResult | None = None
     result_at = 0.0
     open_ = True
+    disk_full_step: int | None = None  # rank 0's snapshot met a full disk: the run pauses, not fails
     while True:
         if open_ and conn.poll(POLL_S):
             try:
@@ -149,10 +151,17 @@ def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, 
                 conn.send(("stop", reporter.stop_request()))
             elif kind == "result":
                 result, result_at = TrainingResult(**payload[0]), time.monotonic()
+            elif kind == "disk full":
+                disk_full_step = payload[0]
             continue  # drain what is queued before looking at the processes
         if not open_:
             time.sleep(POLL_S)
-        _raise_if_a_rank_failed(procs, ranks_dir)
+        try:
+            _raise_if_a_rank_failed(procs, ranks_dir)
+        except RankFailed:
+            if disk_full_step is not None:
+                raise SnapshotDiskFull(disk_full_step) from None
+            raise
         if all(p.poll() == 0 for p in procs):
             if result is None:
                 raise RankFailed(reasons.rank_failed(rank=0, world=len(procs), how="exited without a result"))
@@ -277,6 +286,10 @@ def _rank_main(job_file: str) -> None:
         result = engine_function(job.engine)(job, reporter)
         if conn is not None:
             conn.send(("result", asdict(result)))
+    except SnapshotDiskFull as exc:
+        if conn is not None:
+            conn.send(("disk full", exc.step))
+        raise
     finally:
         # Without this a rank can die with SIGABRT at interpreter teardown (docs: NOTES, gloo).
         if dist.is_available() and dist.is_initialized():

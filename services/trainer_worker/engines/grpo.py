@@ -39,6 +39,7 @@ from services.trainer_worker.engines.kit import (
     ReporterCallback,
     bind_callback,
     finish_training,
+    guard_checkpoint_writes,
     load_for_training,
     lora_config,
     quiet_progress,
@@ -398,7 +399,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
                              reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
-    trainer = without_printer(GRPOTrainer(
+    trainer = guard_checkpoint_writes(without_printer(GRPOTrainer(
         model=model,
         reward_funcs=reward_functions,
         args=args,
@@ -407,7 +408,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
         rollout_func=rollout,
-    ))
+    )), job)
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:

@@ -16,7 +16,8 @@ method:
   resolver's memory estimate without it does not fit the GPU);
 - **the callback**: `ReporterCallback` (metrics, cancel and pause agreed across ranks, every HF
   checkpoint published as a layout-2 snapshot), subclassed by each engine, bound to transformers'
-  TrainerCallback by `bind_callback`;
+  TrainerCallback by `bind_callback`; `guard_checkpoint_writes`, which makes a full disk under a
+  checkpoint a pause (SnapshotDiskFull), not a failure;
 - **finishing**: `finish_training`.
 
 Importing this loads no torch; the functions that need it import it when they run.
@@ -37,6 +38,7 @@ from services.trainer_worker.engines.base import (
     STOP_CANCEL,
     STOP_PAUSE,
     Reporter,
+    SnapshotDiskFull,
     TrainingJob,
     TrainingResult,
     adapter_dir_of,
@@ -44,6 +46,7 @@ from services.trainer_worker.engines.base import (
     checkpoint_from_snapshot,
     per_device_batch_size,
     publish_checkpoint_as_snapshot,
+    snapshot_write_failed,
 )
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
@@ -384,7 +387,12 @@ class ReporterCallback:
     def on_save(self, args, state, control, model=None, **kwargs):
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if shards(self.job.engine):  # every rank: the adapter's shards are gathered
-            write_adapter(model, checkpoint, main=state.is_world_process_zero)
+            try:
+                write_adapter(model, checkpoint, main=state.is_world_process_zero)
+            except Exception as exc:
+                if snapshot_write_failed(self.job, exc, step=state.global_step, checkpoint=checkpoint):
+                    raise SnapshotDiskFull(state.global_step) from exc
+                raise
         # The Trainer saves every save_steps, at max_steps and when on_step_end asked for a pause,
         # not when a callback cancelled: a cancelled run keeps its periodic snapshots and writes no
         # final one. Every rank writes its own rng_state_R.pth into the checkpoint with no barrier
@@ -405,6 +413,26 @@ def bind_callback(cls: type[ReporterCallback], *args, **kwargs):
 
     bound = type(cls.__name__, (cls, TrainerCallback), {})
     return bound(*args, **kwargs)
+
+
+def guard_checkpoint_writes(trainer, job: TrainingJob):
+    """The trainer, its checkpoint writes (the adapter, optimizer, scheduler, RNG and trainer state
+    that become a snapshot) turning a full disk into SnapshotDiskFull: the run pauses instead of
+    failing (issue 26). Wraps the Trainer's own `_save_checkpoint`, where those writes happen."""
+    save = trainer._save_checkpoint
+
+    def save_checkpoint(model, trial):
+        try:
+            return save(model, trial)
+        except Exception as exc:
+            step = trainer.state.global_step
+            checkpoint = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+            if snapshot_write_failed(job, exc, step=step, checkpoint=checkpoint):
+                raise SnapshotDiskFull(step) from exc
+            raise
+
+    trainer._save_checkpoint = save_checkpoint
+    return trainer
 
 
 def without_printer(trainer):

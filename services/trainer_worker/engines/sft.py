@@ -37,6 +37,7 @@ from services.trainer_worker.engines.kit import (
     bind_callback,
     every_steps,
     finish_training,
+    guard_checkpoint_writes,
     load_for_training,
     lora_config,
     quiet_progress,
@@ -218,7 +219,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     callback = bind_callback(SftReporterCallback, job, reporter,
                              validate_every=validate_every(plan) if job.validation_path else None)
     trainer_class = sharded_trainer(SFTTrainer) if shards(job.engine) else SFTTrainer
-    trainer = without_printer(trainer_class(
+    trainer = guard_checkpoint_writes(without_printer(trainer_class(
         model=model,
         args=args,
         train_dataset=dataset,
@@ -227,7 +228,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         data_collator=collator,
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
-    ))
+    )), job)
     if packing:
         use_packed_masks(trainer.model)
     reporter.event(
