@@ -300,6 +300,9 @@ class Generator:
         if self.suppressed:  # never generated: the model would read one as an image without its pixels
             config.suppress_tokens = sorted({*(config.suppress_tokens or []), *self.suppressed})
         config.max_new_tokens = params.max_tokens
+        # Keys and values of the tokens so far are kept, so each new token is one pass over itself
+        # alone: a config saved from a training run with activation checkpointing may say use_cache false.
+        config.use_cache = True
         config.min_new_tokens = None
         config.repetition_penalty = params.repetition_penalty
         config.do_sample = params.temperature > 0

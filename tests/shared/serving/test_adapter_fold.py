@@ -150,6 +150,8 @@ def test_a_batch_of_prompts_is_one_generation_over_the_kv_cache(base_spec, adapt
     """A rollout request's prompts are sampled as one batch: one forward pass over every row's whole
     prompt, then one pass per new token over that token alone (the KV cache holds the rest)."""
     gen = generator(base_spec, mode, {"alpha": str(adapter_dirs["alpha"])})
+    # as a config saved from a run with activation checkpointing may say: the server uses the cache anyway
+    gen.model.generation_config.use_cache = gen.model.config.use_cache = False
     shapes: list[tuple[int, ...]] = []
     hook = gen.model.get_decoder().register_forward_pre_hook(
         lambda module, args, kwargs: shapes.append(tuple((kwargs.get("input_ids") if kwargs.get("input_ids") is not None
