@@ -88,15 +88,19 @@ class ModuleFold:
     scale: float
     fan_in_fan_out: bool
 
-    def folded_weight(self, base):
-        """base + scale x B A, computed in fp32 on the base's device (one kernel), still in fp32."""
+    def write(self, weight, base) -> None:
+        """weight = base + scale x B A, computed in fp32 on the base's device in one kernel and
+        rounded once to the weight's dtype (an fp32 weight is written by the kernel itself)."""
         import torch
 
         a = self.lora_a.to(base.device, torch.float32)
         b = self.lora_b.to(base.device, torch.float32)
         if self.fan_in_fan_out:  # the layer's weight is (in, out): the delta transposed
             a, b = b.T, a.T
-        return torch.addmm(base.to(torch.float32), b, a, alpha=self.scale)
+        if weight.dtype == torch.float32:
+            torch.addmm(base, b, a, alpha=self.scale, out=weight)
+        else:
+            weight.copy_(torch.addmm(base.to(torch.float32), b, a, alpha=self.scale))
 
 
 def adapter_folds(name: str, directory: Path | str, model) -> list[ModuleFold]:
@@ -184,7 +188,7 @@ class FoldedAdapter:
             for fold in folds:
                 weight = model.get_submodule(fold.module).weight
                 base = self.originals.setdefault(fold.module, weight.detach().clone())
-                weight.copy_(fold.folded_weight(base))  # rounded once to the weight's dtype, from the base
+                fold.write(weight, base)  # from the base weight as loaded, never from the previous fold
         self.paths = {name: directory}
         return model
 
