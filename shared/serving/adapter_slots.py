@@ -2,9 +2,9 @@
 adapterMode "unmerged", where any number of adapters and the base model are served side by side
 (endpoints; adapter_fold.py is the "folded" mode a rollout server runs in by default).
 
-A reinforcement run whose rollout server serves adapters unmerged hands it a new adapter after every update and unloads the one
-before (services/trainer_worker/engines/rollouts.py): the same configuration with new weights.
-PEFT's `load_adapter` builds every LoRA module anew each time, which is Python over every layer
+A reinforcement run whose rollout server serves adapters unmerged hands it a new adapter after
+every update and unloads the one before (services/trainer_worker/engines/rollouts.py): the same
+configuration with new weights. PEFT's `load_adapter` builds every LoRA module anew each time, which is Python over every layer
 (50-90 ms on the benchmark's 19M model, 210 layers), while copying the new weights into the
 modules of the adapter just unloaded takes a few milliseconds. So the modules of an unloaded
 adapter are kept as one spare slot, and the next adapter whose configuration is the same is copied
