@@ -182,13 +182,17 @@ class FoldedAdapter:
 
         folds = adapter_folds(name, directory, model)  # all checked before any weight changes
         touched = {fold.module for fold in folds}
-        with torch.no_grad():
-            for module_name in [m for m in self.originals if m not in touched]:  # the old adapter's alone
-                model.get_submodule(module_name).weight.copy_(self.originals.pop(module_name))
-            for fold in folds:
-                weight = model.get_submodule(fold.module).weight
-                base = self.originals.setdefault(fold.module, weight.detach().clone())
-                fold.write(weight, base)  # from the base weight as loaded, never from the previous fold
+        try:
+            with torch.no_grad():
+                for module_name in [m for m in self.originals if m not in touched]:  # the old adapter's alone
+                    model.get_submodule(module_name).weight.copy_(self.originals.pop(module_name))
+                for fold in folds:
+                    weight = model.get_submodule(fold.module).weight
+                    base = self.originals.setdefault(fold.module, weight.detach().clone())
+                    fold.write(weight, base)  # from the base weight as loaded, never from the previous fold
+        except BaseException:  # out of memory half-way: never serve half of two adapters as one
+            self.unload(model, name)
+            raise
         self.paths = {name: directory}
         return model
 

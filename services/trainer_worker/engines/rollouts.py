@@ -83,7 +83,7 @@ class RolloutServer:
     # How the built-in server applies the adapter (shared.load_spec.ADAPTER_MODES); None: the fastest
     # that answers as the unmerged adapter does, "folded" (vLLM applies LoRA itself and is always unmerged).
     adapter_mode: str | None = None
-    folds: bool = False  # the server started folds each adapter in place of the one before
+    folds: bool = field(default=False, init=False)  # the server started folds each adapter in place of the last
 
     @property
     def base_url(self) -> str:

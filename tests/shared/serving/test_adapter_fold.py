@@ -108,6 +108,29 @@ def test_replacing_and_unloading_many_times_leaves_no_drift(base_spec, adapter_d
     assert all(torch.equal(now[k], base[k]) for k in now)
 
 
+def test_a_fold_that_fails_half_way_leaves_the_base_weights_not_half_of_two_adapters(base_spec, adapter_dirs,
+                                                                                     monkeypatch):
+    from shared.serving import adapter_fold
+
+    gen = generator(base_spec, "folded", {"policy-0": str(adapter_dirs["alpha"])})
+    base = {k: v.clone() for k, v in generator(base_spec, "folded", {}).model.state_dict().items()}
+    written = []
+
+    def out_of_memory_on_the_third(self, weight, base_weight):
+        if len(written) == 2:
+            raise RuntimeError("out of memory")
+        written.append(self.module)
+        original(self, weight, base_weight)
+
+    original = adapter_fold.ModuleFold.write
+    monkeypatch.setattr(adapter_fold.ModuleFold, "write", out_of_memory_on_the_third)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        gen.load_adapter("policy-1", str(adapter_dirs["beta"]))
+    assert gen.adapters == {} and len(written) == 2
+    now = gen.model.state_dict()
+    assert all(torch.equal(now[k], base[k]) for k in base)
+
+
 def test_a_folded_server_refuses_the_base_model_while_an_adapter_is_folded(base_spec, adapter_dirs):
     gen = generator(base_spec, "folded", {"policy-3": str(adapter_dirs["alpha"])})
     with pytest.raises(ValidationFailed) as refused:
