@@ -1,35 +1,43 @@
 """GRPO hand-off benchmark (not a test): `python bench/grpo_handoff.py [STEPS] [OUT.json]`.
 
-Compares, in one run on the CPU, the two ways a GRPO trainer can keep its rollout server on the
-current policy (SPEC 4):
+Compares, in one run, the three ways a GRPO trainer can keep its rollout server on the current
+policy (SPEC 4):
 
-- **adapter** (what the grpo engine does): after each update, save only the LoRA adapter as
-  safetensors, load it into the serving process with `/v1/load_lora_adapter` under a new name and
-  unload the previous one.
-- **full** (the old way): fold the adapter into the base weights (PEFT merge, then unmerge to keep
-  training), save every weight as safetensors, and have the serving process load them all
-  (`/v1/update_weights` of the built-in server), generating with its bare base model.
+- **unmerged**: after each update, save only the LoRA adapter as safetensors, load it into the
+  serving process with `/v1/load_lora_adapter` under a new name and unload the previous one; the
+  server generates through PEFT's LoRA layers beside its base weights (how vLLM serves adapters).
+- **folded** (what the grpo engine does on the built-in server): the same adapter bytes and call,
+  but the server folds the adapter into its own copy of the base weights in place of the one before
+  (load spec adapterMode folded, shared/serving/adapter_fold.py), so it generates at a plain
+  model's speed.
+- **full** (the old way): fold the adapter into the trainer's base weights (PEFT merge, then
+  unmerge to keep training), save every weight as safetensors, and have the serving process load
+  them all (`/v1/update_weights` of the built-in server), generating with its bare base model.
 
-Both train the same seeded GRPO run with the real engine (engines/grpo.run_grpo, its only
+All three train the same seeded GRPO run with the real engine (engines/grpo.run_grpo, its only
 difference the `rollout_server` class) on a ~100M-parameter Qwen3-style model built here with
 random weights and the built-in tiny model's tokenizer (nothing is downloaded): 16 layers, hidden
 768, fp32, LoRA rank 16 on every linear layer. Each step: 2 prompts x 4 completions of up to 16
 tokens. Step 1 of each run hands nothing over (the server starts with the policy), so the figures
-are over steps 2..STEPS+1 (default STEPS 6): per step handoffBytes, handoffSeconds and stepSeconds
-(generation + hand-off + scoring + update), medians, and full/adapter ratios.
+are over steps 2..STEPS+1 (default STEPS 6): per step handoffBytes, handoffSeconds,
+generationSeconds, updateSeconds and stepSeconds (generation + hand-off + scoring + update),
+medians, ratios against the unmerged way, and the load average before and after.
 
-Both runs' serving processes read what they are handed from the local disk, by path: the bytes are
-what a remote serving process would have to receive. Results: docs/grpo.md.
+The serving processes read what they are handed from the local disk, by path: the bytes are what a
+remote serving process would have to receive. bench/gpu_calibrate.py runs the same three ways on a
+GPU with Qwen3-shaped models. Results: docs/grpo.md.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +53,7 @@ SHAPE = dict(hidden_size=768, num_hidden_layers=16, num_attention_heads=12, num_
              intermediate_size=2048)
 PROMPTS = ["The quick brown fox", "Hello, world! How are you today?", "Please reverse this word.",
            "Let us add the numbers together.", "What is the answer?", "Pack my box with five dozen liquor jugs."]
+FIGURES = ("handoffBytes", "handoffSeconds", "generationSeconds", "updateSeconds", "stepSeconds")
 
 
 def build_model(target: Path) -> int:
@@ -67,7 +76,28 @@ def build_model(target: Path) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-class FullWeightsServer(RolloutServer):
+@dataclass
+class CountingServer(RolloutServer):
+    """The engine's rollout server (its adapter mode as the engine picks it: folded on the built-in
+    server), keeping the (step, prompts, completions per prompt) of every completions request."""
+
+    def __post_init__(self):
+        self.requests: list[tuple[int | None, int, int]] = []
+
+    def sample(self, prompts, *, n, **kwargs):
+        self.requests.append((self.handed_step, len(prompts), n))
+        return super().sample(prompts, n=n, **kwargs)
+
+
+@dataclass
+class UnmergedServer(CountingServer):
+    """The adapter served unmerged: PEFT's LoRA layers beside the base weights."""
+
+    adapter_mode: str | None = "unmerged"
+
+
+@dataclass
+class FullWeightsServer(CountingServer):
     """The old way: the serving process holds the base model with the adapter folded in, and is
     sent every weight after each update."""
 
@@ -80,9 +110,11 @@ class FullWeightsServer(RolloutServer):
         started = time.perf_counter()
         directory = self.work_dir / "weights" / f"policy-{step}"
         directory.mkdir(parents=True, exist_ok=True)
+        # In bf16, PEFT's merge then unmerge rounds the trainer's base weights a little each time
+        # (the drift the folded way avoids): harmless over a benchmark's few steps.
         peft_model.merge_adapter()
         try:
-            state = {name.replace(".base_layer", ""): tensor.detach().clone()
+            state = {name.replace(".base_layer", ""): tensor.detach().to("cpu", copy=True)
                      for name, tensor in peft_model.get_base_model().state_dict().items() if "lora_" not in name}
         finally:
             peft_model.unmerge_adapter()
@@ -95,19 +127,24 @@ class FullWeightsServer(RolloutServer):
         return HandOff(step=step, name="base", bytes=size, seconds=time.perf_counter() - started)
 
 
+WAYS: dict[str, type[RolloutServer]] = {"unmerged": UnmergedServer, "folded": CountingServer, "full": FullWeightsServer}
+
+
 class Points:
     """A Reporter that keeps the metric points (and prints progress)."""
 
-    def __init__(self, label: str):
-        self.label, self.points = label, []
+    def __init__(self, label: str, *, quiet: bool = False):
+        self.label, self.points, self.quiet = label, [], quiet
 
     def started(self, *, total_steps):
         pass
 
     def metrics(self, point):
         self.points.append(point)
-        print(f"  {self.label} step {point['step']}: step {point['stepSeconds']:.2f}s, hand-off "
-              f"{point['handoffBytes'] / 1e6:.1f} MB in {point['handoffSeconds']:.3f}s", flush=True)
+        if not self.quiet:
+            print(f"  {self.label} step {point['step']}: step {point['stepSeconds']:.2f}s, generation "
+                  f"{point['generationSeconds']:.2f}s, hand-off {point['handoffBytes'] / 1e6:.1f} MB in "
+                  f"{point['handoffSeconds']:.3f}s", flush=True)
 
     def event(self, message, level="info"):
         pass
@@ -119,28 +156,45 @@ class Points:
         return None
 
 
-def run(label: str, server_class, model_dir: Path, dataset: Path, work: Path, steps: int) -> list[dict]:
-    plan = {
-        "method": "grpo", "model": "bench/qwen3-100m", "precision": "fp32",
-        "adapter": {"rank": 16, "alpha": 32, "dropout": 0.0, "targetModules": "all-linear"},
-        "hyperparameters": {"learningRate": 1e-4, "maxSteps": steps + 1, "epochs": None, "batchSize": 8,
+def grpo_plan(steps: int, *, precision: str = "fp32", rank: int = 16, batch: int = 8, generations: int = 4,
+              completion_tokens: int = 16, model: str = "bench/qwen3-100m") -> dict:
+    """A GRPO plan of `steps` measured steps (plus step 1, which hands nothing over)."""
+    return {
+        "method": "grpo", "model": model, "precision": precision,
+        "adapter": {"rank": rank, "alpha": 2 * rank, "dropout": 0.0, "targetModules": "all-linear"},
+        "hyperparameters": {"learningRate": 1e-4, "maxSteps": steps + 1, "epochs": None, "batchSize": batch,
                             "gradientAccumulation": 1, "warmupSteps": 0, "seed": 7, "maxSeqLength": 256},
-        "grpo": {"klPenalty": 0.0, "numGenerations": 4, "maxCompletionLength": 16, "temperature": 1.0,
-                 "rewards": [{"function": "length", "target": 24, "weight": 1.0}]},
+        "grpo": {"klPenalty": 0.0, "numGenerations": generations, "maxCompletionLength": completion_tokens,
+                 "temperature": 1.0, "rewards": [{"function": "length", "target": 24, "weight": 1.0}]},
         "snapshots": {"everySteps": None}, "execution": {"gpus": 1},
     }
-    job = TrainingJob(f"run-bench-{label}", plan, "grpo-single", model_dir, dataset, work / label, ["cpu:0"])
-    reporter = Points(label)
-    run_grpo(job, reporter, rollout_server=server_class)
-    return reporter.points[1:]  # step 1 hands nothing over in either run
+
+
+def run(label: str, server_class, model_dir: Path, dataset: Path, work: Path, steps: int, *,
+        plan: dict | None = None, device: str = "cpu:0", quiet: bool = False) -> tuple[list[dict], RolloutServer]:
+    """One GRPO run with `server_class`: the metric points of steps 2.. and the rollout server it used."""
+    started: list[RolloutServer] = []
+
+    class Kept(server_class):  # the run's server, kept for its request counts
+        def __post_init__(self):
+            super().__post_init__()
+            started.append(self)
+
+    Kept.__name__ = server_class.__name__
+    job = TrainingJob(f"run-bench-{label}", plan or grpo_plan(steps), "grpo-single", model_dir, dataset, work / label,
+                      [device])
+    reporter = Points(label, quiet=quiet)
+    run_grpo(job, reporter, rollout_server=dataclass(Kept))
+    return reporter.points[1:], started[0]  # step 1 hands nothing over in any way
 
 
 def summary(points: list[dict]) -> dict:
-    def median(key):
-        return statistics.median(p[key] for p in points)
+    return {key: statistics.median(p[key] for p in points) for key in FIGURES}
 
-    return {key: median(key) for key in ("handoffBytes", "handoffSeconds", "generationSeconds", "updateSeconds",
-                                         "stepSeconds")}
+
+def write_prompts(path: Path) -> Path:
+    path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
+    return path
 
 
 def main(argv: list[str]) -> dict:
@@ -149,19 +203,22 @@ def main(argv: list[str]) -> dict:
     steps = int(argv[0]) if argv else 6
     out = Path(argv[1]) if len(argv) > 1 else None
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="grpo-bench-") as tmp:
         tmp = Path(tmp)
         parameters = build_model(tmp / "model")
         print(f"model: {parameters / 1e6:.1f}M parameters", flush=True)
-        dataset = tmp / "prompts.jsonl"
-        dataset.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
+        dataset = write_prompts(tmp / "prompts.jsonl")
         results = {}
-        for label, server_class in (("adapter", RolloutServer), ("full", FullWeightsServer)):
-            results[label] = summary(run(label, server_class, tmp / "model", dataset, tmp / "runs", steps))
+        for label, server_class in WAYS.items():
+            points, _ = run(label, server_class, tmp / "model", dataset, tmp / "runs", steps)
+            results[label] = summary(points)
     report = {
-        "parameters": parameters, "steps": steps, "threads": torch.get_num_threads(), **results,
-        "ratios": {key: results["full"][key] / results["adapter"][key]
-                   for key in ("handoffBytes", "handoffSeconds", "stepSeconds")},
+        "parameters": parameters, "steps": steps, "threads": torch.get_num_threads(),
+        "loadAverage": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+        **results,
+        "overUnmerged": {label: {key: results[label][key] / results["unmerged"][key] for key in FIGURES}
+                         for label in ("folded", "full")},
     }
     print(json.dumps(report, indent=2))
     if out:

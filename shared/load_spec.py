@@ -15,11 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.errors import ValidationFailed
 from shared.models import PRECISION_DTYPES, load_causal_lm, load_tokenizer, model_dir_for
 
 DEVICES = ("cpu", "cuda")
+# How the built-in server applies an adapter (vLLM applies its own LoRA kernels and reads neither):
+# "unmerged": PEFT LoRA layers beside the base weights, any number of adapters and the base served
+# at once (endpoints, evaluations); "folded": one adapter at a time folded into the server's copy
+# of the base weights, generation at a plain model's speed (a rollout server: shared/serving/adapter_fold.py).
+ADAPTER_MODES = ("unmerged", "folded")
 # Keys of a generation_config.json that describe the file, not generation.
 _NOT_GENERATION = {"transformers_version"}
 # A model that does not say how long an answer may be answers at most this many tokens (OpenAI's default).
@@ -38,6 +44,7 @@ class LoadSpec:
     served_model_name: str  # the name the server answers to for the base model
     adapters: dict[str, str] = field(default_factory=dict)  # adapter name -> PEFT adapter directory, loaded at start
     device: str = "cpu"  # "cpu" or "cuda" (the first visible GPU)
+    adapter_mode: str = "unmerged"  # ADAPTER_MODES: how the built-in server applies adapters
 
     def __post_init__(self):
         if self.dtype not in PRECISION_DTYPES:
@@ -49,6 +56,13 @@ class LoadSpec:
             raise ValidationFailed(
                 f"load spec: device {self.device} is not one of {', '.join(DEVICES)}", details={"field": "device"}
             )
+        if self.adapter_mode not in ADAPTER_MODES:
+            raise ValidationFailed(
+                f"load spec: adapterMode {self.adapter_mode} is not one of {', '.join(ADAPTER_MODES)}",
+                details={"field": "adapterMode"},
+            )
+        if self.adapter_mode == "folded" and len(self.adapters) > 1:
+            raise ValidationFailed(reasons.folded_spec_adapters(len(self.adapters)), details={"field": "adapters"})
         if self.served_model_name in self.adapters:
             raise ValidationFailed(
                 f"load spec: adapter name {self.served_model_name} is also the base model's served name",
@@ -65,6 +79,7 @@ class LoadSpec:
             "servedModelName": self.served_model_name,
             "adapters": dict(self.adapters),
             "device": self.device,
+            "adapterMode": self.adapter_mode,
         }
 
     @classmethod
@@ -79,6 +94,7 @@ class LoadSpec:
                 served_model_name=data["servedModelName"],
                 adapters=dict(data.get("adapters") or {}),
                 device=data.get("device", "cpu"),
+                adapter_mode=data.get("adapterMode", "unmerged"),
             )
         except KeyError as exc:
             raise ValidationFailed(f"load spec: field {exc.args[0]} is missing", details={"field": exc.args[0]}) from None
@@ -183,7 +199,9 @@ def enable_batch_invariance() -> None:
 
 def load_model(spec: LoadSpec):
     """(model, tokenizer) as the spec says: base weights in its dtype on its device, its generation
-    config, and its adapters attached through PEFT (the first one active)."""
+    config, and, in adapterMode unmerged, its adapters attached through PEFT (the first one active).
+    In adapterMode folded the base model alone: the Generator folds the spec's adapter in, keeping
+    the base weights it replaces (shared/serving/adapter_fold.py)."""
     from transformers import GenerationConfig
 
     if spec.batch_invariant:
@@ -194,10 +212,11 @@ def load_model(spec: LoadSpec):
     model.generation_config = GenerationConfig.from_dict(
         {k: v for k, v in merged.items() if k not in _NOT_GENERATION}
     )
-    for i, (name, directory) in enumerate(spec.adapters.items()):
+    unmerged = spec.adapters if spec.adapter_mode == "unmerged" else {}
+    for i, (name, directory) in enumerate(unmerged.items()):
         model = attach_adapter(model, name, directory, first=i == 0)
-    if spec.adapters:
-        model.set_adapter(next(iter(spec.adapters)))
+    if unmerged:
+        model.set_adapter(next(iter(unmerged)))
     model.eval()
     return model, tokenizer
 

@@ -331,6 +331,22 @@ def endpoint_name_taken(name: str, endpoint_id: str, phase: str) -> str:
 SERVING_KEY_REQUIRED = "this serving process answers only requests that carry its key; send them through the trainer"
 
 
+def adapter_not_foldable(name: str, why: str) -> str:
+    """A serving process in adapterMode folded (a rollout server) was handed an adapter it cannot
+    fold into its weights exactly (shared/serving/adapter_fold.py)."""
+    return f"adapter {name} cannot be folded into this server's weights: {why}; serve it with adapterMode unmerged"
+
+
+def folded_server_serves_only(folded: str, asked: str) -> str:
+    """A request for the base model to a serving process that has an adapter folded into its weights."""
+    return f"this server has adapter {folded} folded into its weights, so it answers for {folded} only, not {asked}"
+
+
+def folded_spec_adapters(count: int) -> str:
+    """A load spec in adapterMode folded that names more than one adapter."""
+    return f"load spec: adapterMode folded serves one adapter at a time, and {count} are named"
+
+
 def weak_tokens_refused(names: list[str], min_length: int) -> str:
     """The API's refusal to start (services/api/main.py) with a token anyone could guess."""
     return (f"refusing to start: the token(s) {', '.join(names)} are empty, a placeholder such as change-me, or "

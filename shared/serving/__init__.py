@@ -6,6 +6,8 @@ rollouts and by evaluations (the trainer worker).
   model; evaluations score with the same code, so both give the same tokens.
 - `adapter_slots.py`: the Generator's adapters by served name over PEFT adapter slots (a GRPO
   hand-off copies the new adapter into the modules of the one just unloaded).
+- `adapter_fold.py`: load spec adapterMode "folded" (a GRPO rollout server's): one adapter at a time
+  folded into the server's copy of the base weights, exactly, so generation runs at merged speed.
 - `image_inputs.py`: chat messages with images as an image-text model's inputs.
 - `openai_app.py`, `server.py`: the built-in serving process (`python -m shared.serving.server`).
 """

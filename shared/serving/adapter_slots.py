@@ -1,8 +1,10 @@
-"""The built-in server's adapters, by the names requests use, over PEFT adapter slots.
+"""The built-in server's adapters, by the names requests use, over PEFT adapter slots: load spec
+adapterMode "unmerged", where any number of adapters and the base model are served side by side
+(endpoints; adapter_fold.py is the "folded" mode a rollout server runs in by default).
 
-A reinforcement run hands its rollout server a new adapter after every update and unloads the one
-before (services/trainer_worker/engines/rollouts.py): the same configuration with new weights.
-PEFT's `load_adapter` builds every LoRA module anew each time, which is Python over every layer
+A reinforcement run whose rollout server serves adapters unmerged hands it a new adapter after
+every update and unloads the one before (services/trainer_worker/engines/rollouts.py): the same
+configuration with new weights. PEFT's `load_adapter` builds every LoRA module anew each time, which is Python over every layer
 (50-90 ms on the benchmark's 19M model, 210 layers), while copying the new weights into the
 modules of the adapter just unloaded takes a few milliseconds. So the modules of an unloaded
 adapter are kept as one spare slot, and the next adapter whose configuration is the same is copied
@@ -67,6 +69,21 @@ class AdapterSlots:
         slot = self.slot_of[name]
         if model.active_adapter != slot:
             model.set_adapter(slot)
+
+    def check_servable(self, model_name: str) -> None:
+        """Every adapter and the base model can be served at once: nothing to refuse."""
+
+    def serving(self, model, model_name: str):
+        """The context a generation for `model_name` runs in: the bare model when no adapter is
+        loaded, the adapter's slot active, or the base with every adapter disabled."""
+        from contextlib import nullcontext
+
+        if not self.paths:
+            return nullcontext()
+        if model_name in self.paths:
+            self.activate(model, model_name)
+            return nullcontext()
+        return model.disable_adapter()
 
     def _free_slot_name(self, name: str) -> str:
         taken = {*self.slot_of.values(), *([self.spare] if self.spare else [])}

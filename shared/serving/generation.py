@@ -20,6 +20,7 @@ from shared.errors import NotFound, ValidationFailed
 from shared.images import image_parts
 from shared.load_spec import LoadSpec, sampling_defaults
 from shared.models import load_processor
+from shared.serving.adapter_fold import FoldedAdapter
 from shared.serving.adapter_slots import AdapterSlots
 from shared.serving.image_inputs import encode, message_images, pixel_inputs
 
@@ -173,7 +174,14 @@ class Generator:
         # An image-text model reads chat messages with image parts through its processor (image_inputs.py).
         self.processor = load_processor(spec.model_dir) if reads_images(model) else None
         self.suppressed = placeholder_token_ids(model)
-        self.slots = AdapterSlots(spec.adapters)
+        # The adapters served, unmerged (PEFT slots beside the base weights) or one folded into them.
+        self.held: AdapterSlots | FoldedAdapter
+        if spec.adapter_mode == "folded":
+            self.held = FoldedAdapter()
+            for name, directory in spec.adapters.items():  # one at most (LoadSpec checks)
+                self.model = self.held.load(self.model, name, directory)
+        else:
+            self.held = AdapterSlots(spec.adapters)
         self.defaults = sampling_defaults(spec.generation_config)
         self.max_context = getattr(model.config, "max_position_embeddings", None)
         # Every generation here names max_new_tokens (the request's max_tokens, by default the model's
@@ -190,7 +198,7 @@ class Generator:
     @property
     def adapters(self) -> dict[str, str]:
         """The adapters served, by name: their directories."""
-        return self.slots.paths
+        return self.held.paths
 
     def shutdown(self, timeout_s: float = 10.0) -> bool:
         """Cancel generations and wait for the model to be idle, so the process never exits while a
@@ -202,21 +210,27 @@ class Generator:
     def check_model(self, name: str | None) -> str:
         """The model name a request runs on (the base when it names none); unknown names are 404."""
         if name is None or name == self.spec.served_model_name or name in self.adapters:
-            return name or self.spec.served_model_name
+            name = name or self.spec.served_model_name
+            self.held.check_servable(name)  # a folded server answers for its adapter only
+            return name
         raise NotFound(f"The model `{name}` does not exist.", details={"param": "model"})
 
-    def load_adapter(self, name: str, path: str) -> None:
+    def load_adapter(self, name: str, path: str) -> list[str]:
+        """Serve the adapter in `path` as `name`. Returns the names it replaced: in adapterMode folded
+        the adapter folded before (none unmerged, where adapters are served side by side)."""
         with self.lock:
             if name in self.adapters or name == self.spec.served_model_name:
                 raise ValidationFailed(f"The lora adapter '{name}' has already been loaded.", details={"param": "lora_name"})
-            self.model = self.slots.load(self.model, name, path)
+            before = list(self.adapters)
+            self.model = self.held.load(self.model, name, path)
             self.model.eval()
+            return [old for old in before if old not in self.adapters]
 
     def unload_adapter(self, name: str) -> None:
         with self.lock:
             if name not in self.adapters:
                 raise NotFound(f"The lora adapter '{name}' cannot be found.", details={"param": "lora_name"})
-            self.model = self.slots.unload(self.model, name)
+            self.model = self.held.unload(self.model, name)
 
     def update_weights(self, path: str) -> int:
         """Replace the base model's weights with the safetensors files of directory `path` (every
@@ -286,6 +300,9 @@ class Generator:
         if self.suppressed:  # never generated: the model would read one as an image without its pixels
             config.suppress_tokens = sorted({*(config.suppress_tokens or []), *self.suppressed})
         config.max_new_tokens = params.max_tokens
+        # Keys and values of the tokens so far are kept, so each new token is one pass over itself
+        # alone: a config saved from a training run with activation checkpointing may say use_cache false.
+        config.use_cache = True
         config.min_new_tokens = None
         config.repetition_penalty = params.repetition_penalty
         config.do_sample = params.temperature > 0
@@ -323,15 +340,8 @@ class Generator:
                     stopping_criteria=StoppingCriteriaList([Cancelled()]),
                     **model_extras(extras, device, dtype=next(self.model.parameters()).dtype),
                 )
-                with torch.inference_mode():
-                    if not self.adapters:
-                        self.model.generate(**kwargs)
-                    elif model_name in self.adapters:
-                        self.slots.activate(self.model, model_name)
-                        self.model.generate(**kwargs)
-                    else:
-                        with self.model.disable_adapter():
-                            self.model.generate(**kwargs)
+                with torch.inference_mode(), self.held.serving(self.model, model_name):
+                    self.model.generate(**kwargs)
         except BaseException as exc:  # handed to the request thread, which raises it
             streamer.items.put(exc)
         finally:
@@ -407,15 +417,8 @@ class Generator:
                           generation_config=self._generation_config(params),
                           **{key: torch.cat([value] * params.n) for key, value in model_extras(
                               extras, param.device, dtype=param.dtype).items()})
-            with torch.inference_mode():
-                if not self.adapters:
-                    out = self.model.generate(**kwargs)
-                elif model_name in self.adapters:
-                    self.slots.activate(self.model, model_name)
-                    out = self.model.generate(**kwargs)
-                else:
-                    with self.model.disable_adapter():
-                        out = self.model.generate(**kwargs)
+            with torch.inference_mode(), self.held.serving(self.model, model_name):
+                out = self.model.generate(**kwargs)
         sampled = [self._sampled(row[width:].tolist(), params) for row in out]
         return [sampled[i * params.n:(i + 1) * params.n] for i in range(len(prompts))]
 

@@ -3,7 +3,9 @@
 `GET /health`, `GET /v1/models`, `POST /v1/completions` (one prompt, or a list of prompts sampled
 as one batch), `POST /v1/chat/completions` (both with `stream`; `n` > 1, several prompts and
 `return_token_ids` answer in one body), `POST /v1/load_lora_adapter`,
-`POST /v1/unload_lora_adapter`, and `POST /v1/update_weights` (built-in only: every base weight
+`POST /v1/unload_lora_adapter` (in the load spec's adapterMode folded, one adapter at a time
+folded into the weights: loading another replaces it, shared/serving/adapter_fold.py), and
+`POST /v1/update_weights` (built-in only: every base weight
 from a directory of safetensors, the baseline bench/grpo_handoff.py measures). Bodies and errors answer
 like vLLM's (`{"error": {"message", "type", "param", "code"}}`), so the endpoint manager, the API's
 proxy and the official `openai` client cannot tell the two backends apart. Views only parse and
@@ -116,13 +118,16 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
             raise ValidationFailed("Both 'lora_name' and 'lora_path' must be provided.", details={"param": "lora_name"})
         try:
-            generator.load_adapter(name, path)
+            replaced = generator.load_adapter(name, path)
         except TrainerError:
             raise
         except Exception as exc:  # peft refusing the directory: the caller's input, not our failure
             raise ValidationFailed(f"cannot load the lora adapter '{name}' from {path}: {exc}") from None
-        log.info("adapter loaded", adapter=name, path=path)
-        return Response(f"Success: LoRA adapter '{name}' added successfully.", status=200, mimetype="text/plain")
+        log.info("adapter loaded", adapter=name, path=path, replaced=replaced, mode=spec.adapter_mode)
+        # vLLM's words; a folded server also says which adapter the new one took the place of
+        instead = f" (folded in place of {', '.join(repr(n) for n in replaced)})" if replaced else ""
+        return Response(f"Success: LoRA adapter '{name}' added successfully{instead}.", status=200,
+                        mimetype="text/plain")
 
     @app.post("/v1/unload_lora_adapter")
     def unload_lora_adapter():

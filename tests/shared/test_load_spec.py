@@ -52,10 +52,13 @@ def test_a_precision_the_model_lacks_is_refused(artifacts):
 
 
 def test_camel_case_round_trip(spec, tmp_path):
-    with_adapter = dataclasses.replace(spec, adapters={"a": "/x/a"}, device="cuda", dtype="bf16")
+    with_adapter = dataclasses.replace(spec, adapters={"a": "/x/a"}, device="cuda", dtype="bf16", adapter_mode="folded")
     data = with_adapter.to_dict()
     assert sorted(data) == sorted(["model", "modelDir", "dtype", "generationConfig", "batchInvariant",
-                                   "servedModelName", "adapters", "device"])
+                                   "servedModelName", "adapters", "device", "adapterMode"])
+    assert data["adapterMode"] == "folded"
+    # a spec written before adapterMode existed serves its adapters unmerged, as it did
+    assert LoadSpec.from_dict({k: v for k, v in data.items() if k != "adapterMode"}).adapter_mode == "unmerged"
     assert LoadSpec.from_dict(json.loads(json.dumps(data))) == with_adapter
     assert LoadSpec.read(with_adapter.write(tmp_path / "spec.json")) == with_adapter
 

@@ -4,6 +4,7 @@ LoRA, rollouts from a real built-in serving process that is handed only the adap
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 
@@ -80,7 +81,10 @@ def test_snapshots_and_the_rollout_server(trained, model_dir):
     assert "ready in" in reporter.what_trains() and "KL reference none" in reporter.what_trains()
     # The built-in server was started before the trainer had its model (loading beside it), with no
     # adapter: the first one was handed to it once it answered.
-    assert json.loads((job.work_dir / "rollouts" / "load_spec.json").read_text())["adapters"] == {}
+    spec = json.loads((job.work_dir / "rollouts" / "load_spec.json").read_text())
+    assert spec["adapters"] == {}
+    # The built-in server folds each adapter it is handed into its weights (shared/serving/adapter_fold.py).
+    assert spec["adapterMode"] == "folded"
 
 
 @pytest.fixture(scope="module")
@@ -204,3 +208,47 @@ def test_groups_asking_for_as_many_completions_share_a_request_up_to_its_bound(m
     assert grpo._text_batches(runs, skip={1: None}) == [[0, 3], [2]]  # b went as a chat request
     monkeypatch.setattr(grpo, "MAX_ROLLOUT_BATCH", 16)
     assert grpo._text_batches(runs, skip={}) == [[0, 1], [3], [2]]
+
+
+@dataclass
+class PostingServer(RolloutServer):
+    """The real rollout server (adapterMode as the engine picks it); the test keeps the path of each call it made."""
+
+    def _post(self, path, body):
+        self.posts.append(path)
+        return super()._post(path, body)
+
+    def __post_init__(self):
+        self.posts: list[str] = []
+        PostingServer.started.append(self)
+
+
+PostingServer.started = []
+
+
+@dataclass
+class UnmergedPostingServer(PostingServer):
+    adapter_mode: str | None = "unmerged"
+
+
+def test_a_folding_rollout_server_samples_what_the_unmerged_adapter_does(model_dir, toy, tmp_path):
+    """The same seeded run twice, its rollout server folding each adapter into its weights (the
+    default) or serving it unmerged: the same completions, so the same rewards and losses; the
+    folding server is never asked to unload (each adapter replaces the one before)."""
+    runs = {}
+    for mode, server_class in (("folded", PostingServer), ("unmerged", UnmergedPostingServer)):
+        PostingServer.started.clear()
+        reporter = RecordingReporter()
+        job = grpo_job(model_dir, tmp_path / mode, toy, maxSteps=4)
+        job.plan["grpo"]["maxCompletionLength"] = 4
+        run_grpo(job, reporter, rollout_server=server_class)
+        [server] = PostingServer.started
+        runs[mode] = reporter.points, server.posts
+        spec = json.loads((job.work_dir / "rollouts" / "load_spec.json").read_text())
+        assert spec["adapterMode"] == mode
+    (folded, folded_posts), (unmerged, unmerged_posts) = runs["folded"], runs["unmerged"]
+    for key in ("reward", "completionLength", "handoffBytes"):
+        assert [p[key] for p in folded] == [p[key] for p in unmerged], key
+    assert [p["loss"] for p in folded] == pytest.approx([p["loss"] for p in unmerged], abs=1e-6)
+    assert folded_posts.count("/v1/load_lora_adapter") == unmerged_posts.count("/v1/load_lora_adapter") == 4
+    assert "/v1/unload_lora_adapter" not in folded_posts and unmerged_posts.count("/v1/unload_lora_adapter") == 3

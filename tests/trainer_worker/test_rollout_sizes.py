@@ -35,7 +35,7 @@ def server(model_dir, tmp_path, plan, devices=("cuda:0",)) -> RolloutServer:
 
 
 def command(rollouts: RolloutServer) -> tuple[list[str], dict[str, str]]:
-    spec = rollouts._spec({"policy-0": "/adapters/policy-0"})
+    spec = rollouts._spec({"policy-0": "/adapters/policy-0"}, adapter_mode="unmerged")
     return rollouts.backend(parameters=PARAMETERS).command(spec, port=rollouts.port, spec_path=rollouts.work_dir / "s",
                                                            api_key="k")
 

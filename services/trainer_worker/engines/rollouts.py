@@ -9,6 +9,12 @@ name (`policy-STEP`, so vLLM cannot serve a cached older copy under the same nam
 one unloaded. The base weights never move. Each hand-off is measured (bytes written and sent by
 path, seconds from save to unload) so a run's metrics show what it costs.
 
+The built-in server folds each adapter it is handed into its own copy of the base weights (load
+spec adapterMode "folded", shared/serving/adapter_fold.py): loading `policy-STEP` replaces the
+adapter folded before, so nothing is unloaded, and rollouts run at a plain model's speed while
+still only the adapter's bytes travel. `adapter_mode="unmerged"` keeps PEFT's LoRA layers beside
+the base weights instead (how vLLM serves adapters; bench/grpo_handoff.py measures both).
+
 On CPU this is exercised by the tests; on CUDA the same calls go to vLLM's server, which this
 project cannot run in its CI (docs/grpo.md says so).
 """
@@ -74,18 +80,29 @@ class RolloutServer:
     # its secret: the server answers only requests that carry it (nobody else on the node can sample)
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     plan: dict[str, Any] | None = None  # the run's plan: sizes vLLM beside the trainer (rollout_sizes.py)
+    # How the built-in server applies the adapter (shared.load_spec.ADAPTER_MODES); None: the fastest
+    # that answers as the unmerged adapter does, "folded" (vLLM applies LoRA itself and is always unmerged).
+    adapter_mode: str | None = None
+    folds: bool = field(default=False, init=False)  # the server started folds each adapter in place of the last
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _spec(self, adapters: dict[str, str]) -> LoadSpec:
+    def _spec(self, adapters: dict[str, str], *, adapter_mode: str) -> LoadSpec:
         return LoadSpec(
             model=self.model, model_dir=str(self.model_dir), dtype=self.precision,
             generation_config=model_generation_config(self.model_dir), batch_invariant=True,
             served_model_name="base", adapters=adapters,
-            device="cuda" if self.devices[0].startswith("cuda") else "cpu",
+            device="cuda" if self.devices[0].startswith("cuda") else "cpu", adapter_mode=adapter_mode,
         )
+
+    def _adapter_mode(self, backend) -> str:
+        from shared.serving.backends import BuiltinBackend
+
+        if not isinstance(backend, BuiltinBackend):
+            return "unmerged"
+        return self.adapter_mode or "folded"
 
     def launch_early(self) -> bool:
         """Start the process now, before the trainer has its model, where its backend needs nothing
@@ -119,7 +136,8 @@ class RolloutServer:
 
     def _launch(self, backend, *, adapters: dict[str, str]) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        spec = self._spec(adapters)
+        spec = self._spec(adapters, adapter_mode=self._adapter_mode(backend))
+        self.folds = spec.adapter_mode == "folded"
         spec_path = spec.write(self.work_dir / "load_spec.json")
         argv, extra_env = backend.command(spec, port=self.port, spec_path=spec_path, api_key=self.api_key)
         env = child_env(extra_env)  # the allow-list: not the worker's Redis URL, nor any token
@@ -191,7 +209,8 @@ class RolloutServer:
         return name, directory, size
 
     def hand_off(self, peft_model, *, step: int) -> HandOff:
-        """Give the server the adapter of `step` under a new name and drop the one it had."""
+        """Give the server the adapter of `step` under a new name and drop the one it had (a folding
+        server drops it as it folds the new one in its place)."""
         started = time.perf_counter()
         name, directory, size = self._save(peft_model, step)
         if name == self.current:  # the same step again (a resumed run's first step): reload it fresh
@@ -200,7 +219,7 @@ class RolloutServer:
         self._post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(directory)})
         previous, previous_dir = self.current, self.current_dir
         self.current, self.current_dir, self.handed_step = name, directory, step
-        if previous is not None:
+        if previous is not None and not self.folds:
             self._post("/v1/unload_lora_adapter", {"lora_name": previous})
         if previous_dir is not None and previous_dir != directory:
             shutil.rmtree(previous_dir, ignore_errors=True)

@@ -107,7 +107,7 @@ def test_an_adapter_copied_into_the_slot_of_one_unloaded_answers_as_if_loaded_fr
         generator.unload_adapter(f"policy-{step - 1}")
         assert list(generator.adapters) == [f"policy-{step}"]
         assert answers(generator, f"policy-{step}") == fresh[adapter]
-    assert generator.slots.copied == 2  # policy-1 was built by PEFT (no spare yet); 2 and 3 were copied
+    assert generator.held.copied == 2  # policy-1 was built by PEFT (no spare yet); 2 and 3 were copied
     assert len(generator.model.peft_config) == 2  # the served adapter and one spare, never more
     generator.unload_adapter("policy-3")  # the last one: back to the base model, no LoRA layers left
     assert not hasattr(generator.model, "peft_config")
@@ -122,9 +122,9 @@ def test_an_adapter_of_another_shape_is_loaded_by_peft_and_the_spare_dropped(bas
     spec = dataclasses.replace(base_spec, adapters={"a": str(adapter_dirs["alpha"]), "b": str(adapter_dirs["beta"])})
     generator = Generator(*load_model(spec), spec)
     generator.unload_adapter("a")
-    assert generator.slots.spare == "a"
+    assert generator.held.spare == "a"
     other = make_adapter(base_spec.model_dir, tmp_path / "rank-2", seed=3, rank=2)
     generator.load_adapter("a", str(other))  # its old name again, another rank: not copied
-    assert generator.slots.copied == 0 and generator.slots.spare is None
+    assert generator.held.copied == 0 and generator.held.spare is None
     assert sorted(generator.model.peft_config) == ["a", "b"] and generator.model.peft_config["a"].r == 2
     torch.use_deterministic_algorithms(False)

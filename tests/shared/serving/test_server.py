@@ -317,3 +317,31 @@ def test_with_a_key_only_requests_that_carry_it_are_served(base_spec, tmp_path):
             "this serving process answers only requests that carry its key; send them through the trainer")
     finally:
         server.terminate()
+
+
+def test_a_folding_server_serves_each_adapter_it_is_handed_in_place_of_the_last(base_spec, adapter_dirs, in_process,
+                                                                                tmp_path):
+    """adapterMode folded (a rollout server): the adapter handed over is folded into the weights in
+    place of the one before, answers as the unmerged adapter does (greedy, fp32), and the base
+    model is refused until the adapter is unloaded, which gives the base weights back."""
+    spec = dataclasses.replace(base_spec, adapters={"policy-0": str(adapter_dirs["alpha"])}, adapter_mode="folded")
+    server = ServingProcess(spec, tmp_path, cpu_threads=1).start().wait_ready()
+    try:
+        client = OpenAI(base_url=f"{server.base_url}/v1", api_key="x", max_retries=0, timeout=30)
+        assert complete(client, "policy-0").choices[0].text == in_process("alpha", prompt=PROMPT)
+        loaded = requests.post(f"{server.base_url}/v1/load_lora_adapter", timeout=30,
+                               json={"lora_name": "policy-1", "lora_path": str(adapter_dirs["beta"])})
+        assert loaded.status_code == 200
+        assert loaded.text == "Success: LoRA adapter 'policy-1' added successfully (folded in place of 'policy-0')."
+        assert [m.id for m in client.models.list().data] == [SERVED_NAME, "policy-1"]
+        assert complete(client, "policy-1").choices[0].text == in_process("beta", prompt=PROMPT)
+        with pytest.raises(openai.NotFoundError):
+            complete(client, "policy-0")
+        with pytest.raises(openai.BadRequestError) as refused:
+            complete(client)
+        assert refused.value.body["message"] == reasons.folded_server_serves_only("policy-1", SERVED_NAME)
+        assert requests.post(f"{server.base_url}/v1/unload_lora_adapter", json={"lora_name": "policy-1"},
+                             timeout=30).status_code == 200
+        assert complete(client).choices[0].text == in_process(SERVED_NAME, prompt=PROMPT)
+    finally:
+        server.terminate()
