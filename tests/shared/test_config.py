@@ -58,3 +58,12 @@ def test_snapshot_import_settings_are_checked(extra, field):
 def test_no_snapshot_import_root_by_default():
     config = parse_config({"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}, env={})
     assert config.snapshot_import_roots == () and config.max_snapshot_files == 10_000
+
+
+def test_a_stopped_workers_grace_comes_from_the_file_or_the_environment():
+    raw = {"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}
+    assert parse_config(raw, env={}).worker_stop_grace_s == 6.0
+    assert parse_config({**raw, "worker": {"stopGraceS": 25}}, env={}).worker_stop_grace_s == 25.0
+    assert parse_config(raw, env={"TRAINING_WORKER_STOP_GRACE_S": "2.5"}).worker_stop_grace_s == 2.5
+    with pytest.raises(ValidationFailed, match="worker.stopGraceS must be a number of seconds above 0"):
+        parse_config({**raw, "worker": {"stopGraceS": 0}}, env={})
