@@ -21,7 +21,8 @@ its output to work_dir/ranks/rank-R.log.
 
 If a rank fails, the parent stops every other rank (SIGKILL, then waits for it) and raises
 RankFailed naming the rank; a rank whose parent dies is killed by the kernel (PR_SET_PDEATHSIG),
-so no rank is ever left running.
+so no rank is ever left running. Ranks run in sessions of their own: a SIGTERM to the worker's
+process group stops the run through its task process (stopping.py), never a rank alone.
 """
 
 from __future__ import annotations
@@ -115,7 +116,11 @@ def _free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: the kernel kills this rank if the worker process dies."""
+    """In the child (a rank, a rollout server) before exec: the kernel kills it if the worker process
+    that started it dies; and it runs in a session of its own, so that a stop signalled to the
+    worker's process group (SIGTERM from `training down` or systemd) reaches only the task's
+    process, which stops the run at a step boundary and its children with it (stopping.py)."""
+    os.setsid()
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:  # not Linux: _stop_all still covers every ending of the parent that runs Python
