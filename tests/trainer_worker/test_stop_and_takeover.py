@@ -155,6 +155,16 @@ def test_a_copy_whose_run_is_running_without_a_lease_gives_it_back_instead_of_fa
     assert run["status"] == RunStatus.QUEUED and run.get("detail") is None
 
 
+def test_a_copy_whose_evaluation_was_held_by_a_dead_process_gives_it_back_to_score_again(worker, granted):
+    evaluation_id, claim = granted("evaluation", progress={"rows": 3, "totalRows": 9})
+    worker.store.update(evaluation_id, lambda doc: {**doc, "status": "RUNNING"})
+    worker.redis.set(worker.keys.lease(evaluation_id), f"local/{socket.gethostname()}/{dead_pid()}:ab", px=30_000)
+    assert execution.execute(worker, "evaluation", evaluation_id, claim["id"]) == "requeued: its previous process died"
+    evaluation = worker.store.get(evaluation_id)
+    assert evaluation["status"] == "QUEUED" and evaluation["attempts"] == 1
+    assert reasons.process_lost_requeued("evaluation", "local", 1, 3) in events(worker, evaluation_id)
+
+
 def test_a_copy_skips_a_run_whose_holder_is_alive(worker, granted):
     run_id, claim = granted()
     worker.store.update(run_id, lambda doc: {**doc, "status": "RUNNING"})
