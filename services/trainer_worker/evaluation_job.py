@@ -111,7 +111,8 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
         outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")
 
-    if reporter.worker_stopping and outcome != EvaluationStatus.SUCCEEDED:  # stopped for its worker's stop
+    # Stopped for its worker's stop, or failed as it stopped: given back, not ended.
+    if (reporter.worker_stopping or stopping.current().requested.is_set()) and outcome != EvaluationStatus.SUCCEEDED:
         from services.trainer_worker.execution import hand_back_stopped
 
         with stopping.current().ending():

@@ -181,6 +181,15 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
     except Exception as exc:  # the engine failed: the run says why, the worker lives on
         if unreachable(exc):
             raise  # not the engine: its store (with_lease leaves the run to be re-queued)
+        if stopping.current().requested.is_set():
+            # Its worker is stopping, and the stop may have reached a process the engine needs (a
+            # rollout server in the worker's process group): given back, not failed for it.
+            log.warning("the engine stopped with an error as its worker stops; giving the run back",
+                        error=f"{type(exc).__name__}: {exc}")
+            reporter.trackers.close(None)
+            with stopping.current().ending():
+                given = hand_back_stopped(worker, claim, lease, log, late=True)
+            return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
         outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")

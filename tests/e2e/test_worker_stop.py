@@ -213,3 +213,25 @@ def test_a_cancel_sent_while_a_run_is_starting_ends_it_cancelled(stack, dataset)
     assert cancelled["status"] == "STARTING" and cancelled["cancelRequested"] is True
     assert done["status"] == "CANCELLED" and done["detail"] == "cancelled by the user", done
     assert stack.get(f"/v1/runs/{run_id}/metrics").json()["items"] == []  # not one step trained
+
+
+def test_sigterm_to_the_worker_group_stops_a_two_slot_run_at_a_step_boundary(stack, dataset, capsys):
+    """The ranks of an sft-ddp run are in the worker's process group too: they ignore the SIGTERM,
+    and the task's process stops them at a step boundary with a snapshot, as on one slot."""
+    created = stack.post("/v1/runs", json={**PLAN, "dataset": dataset, "execution": {"gpus": 2}})
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+    stack.wait_until("step 8", lambda: step_of(stack, run_id) >= 8, every_s=0.05)
+    proc = stack.processes["worker"]
+    os.killpg(proc.pid, signal.SIGTERM)
+    stopped_s = worker_exits_by_itself(stack, proc)
+    stopped = run_doc(stack, run_id)
+    assert stopped["status"] == "QUEUED" and stopped["engine"] == "sft-ddp", stack.log_tail("worker", 80)
+    stack.start_worker()
+    done = wait_terminal(stack, run_id)
+    assert done["status"] == "SUCCEEDED", events(stack, f"/v1/runs/{run_id}")
+    assert_every_step_once(stack, run_id)
+    resumed_from_the_stop(stack, run_id, stopped)
+    with capsys.disabled():
+        print(f"\n[faults] SIGTERM to the worker group, a two-slot run at step {stopped['progress']['step']}: "
+              f"worker exited after {stopped_s:.1f} s, given back with a snapshot at that step")

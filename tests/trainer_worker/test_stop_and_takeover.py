@@ -389,13 +389,29 @@ hashlib.pbkdf2_hmac("sha256", b"p", b"s", 2 ** 31 - 1)  # minutes in C, without 
     assert given.read_text() == "False"
 
 
-def test_a_rank_or_rollout_server_runs_outside_the_workers_process_group():
-    """A SIGTERM to the worker's process group (`training down`, systemd) must reach the task's
-    process only, which stops the run at a step boundary and its children with it: a rank killed
-    by that signal directly would fail the run instead."""
-    from services.trainer_worker.engines.distributed import _die_with_parent
+def test_a_rank_ignores_sigterm_so_a_stop_to_the_group_does_not_kill_it():
+    """A SIGTERM to the worker's process group (`training down`, systemd) must stop a multi-device
+    run through the task's process, at a step boundary: a rank killed by it would fail the run."""
+    from services.trainer_worker.engines.distributed import _rank_preexec
 
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpgid(0), os.getsid(0))"],
-                           preexec_fn=_die_with_parent, capture_output=True, text=True, check=True)
-    group, session = map(int, child.stdout.split())
-    assert group != os.getpgid(0) and session != os.getsid(0)
+    child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGTERM) is "
+                            "signal.SIG_IGN)"], preexec_fn=_rank_preexec, capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "True"
+
+
+def test_an_engine_error_as_its_worker_stops_gives_the_run_back_instead_of_failing_it(
+        worker, granted, fake_engine, stop):
+    """The stop reached a process the engine needs (a rollout server in the worker's process group
+    stops on SIGTERM): the step fails, and the run is given back from its latest snapshot."""
+    def rollout_server_gone(reporter):
+        stop.request()
+        raise ConnectionRefusedError("the rollout server stopped")
+
+    fake_engine(engine(None, rollout_server_gone))
+    run_id, claim = granted()
+    assert execution.execute(worker, "run", run_id, claim["id"]) == "requeued: worker stopping"
+    run = worker.store.get(run_id)
+    assert run["status"] == RunStatus.QUEUED and run.get("detail") is None
+    log = events(worker, run_id)
+    assert reasons.worker_stopped_unsaved(5.0) in log and reasons.worker_stopped_requeued("local") in log
+    assert not stop.exited.is_set()

@@ -21,8 +21,8 @@ its output to work_dir/ranks/rank-R.log.
 
 If a rank fails, the parent stops every other rank (SIGKILL, then waits for it) and raises
 RankFailed naming the rank; a rank whose parent dies is killed by the kernel (PR_SET_PDEATHSIG),
-so no rank is ever left running. Ranks run in sessions of their own: a SIGTERM to the worker's
-process group stops the run through its task process (stopping.py), never a rank alone.
+so no rank is ever left running. Ranks ignore SIGTERM: a SIGTERM to the worker's process group
+stops the run through its task process (stopping.py), not by killing a rank.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def run_distributed(job: TrainingJob, reporter: Reporter) -> TrainingResult:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "services.trainer_worker.engines.distributed", str(job_file)],
                     env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
-                    stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), preexec_fn=_die_with_parent,
+                    stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), preexec_fn=_rank_preexec,
                 ))
                 log.close()
             conn = _accept(listener, procs, ranks_dir)
@@ -115,12 +115,18 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _rank_preexec() -> None:
+    """In a rank before exec: it dies with the worker process (`_die_with_parent`), and ignores
+    SIGTERM, so that a stop signalled to the worker's whole process group (`training down`,
+    systemd) stops the run through the task's process, at a step boundary with a snapshot
+    (stopping.py), instead of killing a rank and failing the run. It stays in the group, so a
+    SIGKILL of the group still reaches it and whatever it started."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
+
+
 def _die_with_parent() -> None:
-    """In the child (a rank, a rollout server) before exec: the kernel kills it if the worker process
-    that started it dies; and it runs in a session of its own, so that a stop signalled to the
-    worker's process group (SIGTERM from `training down` or systemd) reaches only the task's
-    process, which stops the run at a step boundary and its children with it (stopping.py)."""
-    os.setsid()
+    """In the child before exec: the kernel kills this rank if the worker process dies."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:  # not Linux: _stop_all still covers every ending of the parent that runs Python
