@@ -23,6 +23,8 @@ EXECUTE_TASK = "trainer.execute"
 VISIBILITY_TIMEOUT_S = 12 * 3600
 # kombu's Redis transport with the repair that lets a busy worker outlive a Redis restart.
 TRANSPORT = "shared.celery_redis:Transport"
+# How long Celery waits for the result of a pool process that died before it re-queues its task.
+WORKER_LOST_WAIT_S = 1.0
 # A send_task (the scheduler's dispatch) retried over a Redis blip: about 15 s in all. A dispatch
 # that still fails is done again by the next pass (the claim has no `dispatchedAt`).
 PUBLISH_RETRY_POLICY = {"max_retries": 10, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
@@ -60,7 +62,12 @@ def make_celery(config: DeploymentConfig) -> Celery:
         task_publish_retry=True,
         task_publish_retry_policy=PUBLISH_RETRY_POLICY,
         task_acks_late=True,
+        # A task whose pool process died (the out-of-memory killer) is put back on the queue, and the
+        # copy gives its work back at once (services/trainer_worker/takeover.py). Celery first waits
+        # `worker_lost_wait` for a result the process may have sent as it died: ours is a short
+        # string read at once, so a second is plenty (Celery waits 10 s by default).
         task_reject_on_worker_lost=True,
+        worker_lost_wait=WORKER_LOST_WAIT_S,
         worker_prefetch_multiplier=1,
         task_default_queue="trainer.default",
         task_ignore_result=True,

@@ -13,8 +13,9 @@
              gone this long, 60; the most runs, evaluations and endpoints one workload may have
              queued for GPUs at once, 100)
     publicUrl: the address clients reach the API at (GET /v1/info's apiUrl); none by default
-    worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
-             it gives the attempt up; 60)
+    worker:  {redisRetryS, stopGraceS}  (how long a trainer worker retries a Redis write over an
+             outage before it gives the attempt up, 60; how long a stopped worker waits for a run's
+             next step boundary and snapshot before it gives the run back without one, 6)
     trackers: {reportTo: [tensorboard, mlflow, wandb], mlflow: {...}, wandb: {...}}  (where run
              metrics go besides the run's series: shared/tracker_config.py; TensorBoard only by default)
 
@@ -22,7 +23,7 @@ With no file at all, the embedded default applies: one pool `default` with one n
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
 TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S,
-TRAINING_PUBLIC_URL.
+TRAINING_PUBLIC_URL, TRAINING_WORKER_STOP_GRACE_S.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES
 DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of files, never millions
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
 DEFAULT_REDIS_RETRY_S = 60.0
+# Below the 10 s a supervisor or docker compose waits before SIGKILL, with room to give the run back.
+DEFAULT_WORKER_STOP_GRACE_S = 6.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
 # Claims one workload may have waiting at once: far more than a team queues by hand or by script,
 # few enough that the queues stay short to read and a runaway loop is stopped early.
@@ -118,6 +121,9 @@ class DeploymentConfig:
     # A trainer worker retries each Redis command over an outage this long, then gives up
     # (shared/redis_retry.py); a run is never failed because its store blinked.
     redis_retry_s: float = DEFAULT_REDIS_RETRY_S
+    # A trainer worker asked to stop (SIGTERM) waits this long for a run to reach a step boundary and
+    # write a snapshot before it gives the run back without one (services/trainer_worker/stopping.py).
+    worker_stop_grace_s: float = DEFAULT_WORKER_STOP_GRACE_S
     # Reward functions this deployment registers for grpo runs: name -> "package.module:function"
     # (shared/rewards.py), looked up by name like the built-in ones.
     reward_functions: dict[str, str] = field(default_factory=dict)
@@ -233,6 +239,9 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         worker_lost_after_s=_worker_lost_after_s(raw, env),
         redis_retry_s=_seconds(env.get("TRAINING_REDIS_RETRY_S", (raw.get("worker") or {}).get("redisRetryS")),
                                "worker.redisRetryS", DEFAULT_REDIS_RETRY_S),
+        worker_stop_grace_s=_seconds(env.get("TRAINING_WORKER_STOP_GRACE_S",
+                                             (raw.get("worker") or {}).get("stopGraceS")),
+                                     "worker.stopGraceS", DEFAULT_WORKER_STOP_GRACE_S),
         redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),
         reward_functions=_reward_functions(raw),
         trackers=parse_trackers(raw.get("trackers")),

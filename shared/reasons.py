@@ -275,6 +275,51 @@ def worker_restarted_cancelled(node: str) -> str:
     return f"cancelled by the user; its worker on node {node} restarted before it stopped"
 
 
+# --- Issue 26: a worker asked to stop gives its work back; a task finds the process before it gone
+# (services/trainer_worker/stopping.py, takeover.py).
+
+def worker_stopping(grace_s: float) -> str:
+    """The event of a run whose worker was asked to stop (SIGTERM: `training down`, docker compose
+    stop or restart, systemd) while it trained: it saves at its next step boundary first."""
+    return (f"its worker is stopping: writing a snapshot at the next step boundary (waiting at most {grace_s:g} s), "
+            "then re-queueing the run")
+
+
+def worker_stopped_requeued(node: str) -> str:
+    """The warn event of a run or evaluation its worker gave back because the worker was stopped."""
+    return f"worker on node {node} stopped; re-queued keeping its place"
+
+
+def worker_stopped_cancelled(node: str) -> str:
+    """Detail of a cancel-requested run or evaluation whose worker was stopped before it ended it."""
+    return f"cancelled by the user; its worker on node {node} stopped before it did"
+
+
+def worker_stopped_unsaved(grace_s: float) -> str:
+    """The warn event of a run whose worker stopped before a step boundary came within the grace."""
+    return (f"no step boundary came within {grace_s:g} s of the worker's stop: re-queued without a new snapshot, "
+            "it resumes from its latest one")
+
+
+def process_lost_requeued(kind: str, node: str, lost: int, limit: int) -> str:
+    """The warn event of a run or evaluation whose process died under a live worker (killed from
+    outside: the kernel's out-of-memory killer, a signal), found by the task delivered again."""
+    return (f"the process that ran this {kind} on node {node} died (killed from outside it, for example by the "
+            f"out-of-memory killer); re-queued keeping its place (loss {lost} of {limit} before it fails)")
+
+
+def process_lost_cancelled(kind: str, node: str) -> str:
+    """Detail of a cancel-requested run or evaluation whose process died before it ended it."""
+    return f"cancelled by the user; the process that ran this {kind} on node {node} died before it stopped"
+
+
+def process_lost_failed(kind: str, node: str, lost: int, *, since_snapshot: bool) -> str:
+    """Detail of a run or evaluation whose process kept dying: failed instead of started again."""
+    between = " with no new snapshot between them" if since_snapshot else ""
+    return (f"the process that ran this {kind} on node {node} died {lost} times{between} (killed from outside it, "
+            "for example by the out-of-memory killer); failed instead of started again")
+
+
 def inherited_adapter_config_used(differences: str) -> str:
     """A weights branch whose plan sets other adapter settings than the adapter it inherits."""
     return (

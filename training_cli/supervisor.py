@@ -40,8 +40,11 @@ from shared.redis_server import redis_answers
 from training_cli.stack_state import StackState
 
 FIRST_DELAY_S = 0.5
-MAX_DELAY_S = 30.0
-STABLE_AFTER_S = 60.0
+# Low enough that a service killed again and again (the out-of-memory killer, an operator) is never
+# away for long, high enough that one that cannot start costs little (issue 26: it was 30 s).
+MAX_DELAY_S = 5.0
+# Up this long, a service's next exit is a new failure: its wait starts over at FIRST_DELAY_S.
+STABLE_AFTER_S = 30.0
 POLL_S = 0.2
 STOP_GRACE_S = 10.0
 REDIS_WAIT_S = 15.0

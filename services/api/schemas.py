@@ -226,7 +226,7 @@ class MetricPointSchema(Schema):
     stepSeconds = fields.Float(allow_none=True)
     attempt = fields.Integer(metadata={
         "description": "how often the run had been re-queued after a lost worker when the point was logged "
-                       "(steps after its last snapshot train again)"})
+                       "(steps after its last snapshot train again, and are logged once)"})
     time = fields.String()
 
 

@@ -5,7 +5,9 @@ holding its lease (`execution.with_lease`).
 
 The lease and fence are the run's (lease.py): an evaluation is scored in one place only, every
 write checks the fence, and a worker that is lost leaves the evaluation to the scheduler, which
-queues it again (services/scheduler/lost.py); it then scores every row again.
+queues it again (services/scheduler/lost.py); it then scores every row again. A worker asked to
+stop gives it back at once (stopping.py), and a task that finds its previous process dead gives it
+back too (takeover.py): scored again from the first row.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from services.trainer_worker import stopping
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
 from shared import reasons
 from shared.artifacts import dataset_key, evaluation_rows_key, join
@@ -43,11 +46,14 @@ class EvaluationReporter:
         self._last_progress = 0.0
         self._last_cancel_check = 0.0
         self.cancelled = False
+        self.worker_stopping = False  # its worker was asked to stop: it is given back, not ended
+        self.scoring = False  # between rows from here on: it stops before its next row by itself
 
     def update(self, change) -> dict[str, Any]:
         return fenced_update(self.store, self.lease, "evaluation", change)
 
-    def move(self, target: EvaluationStatus, **fields: Any) -> dict[str, Any] | None:
+    def move(self, target: EvaluationStatus | Callable[[dict[str, Any]], EvaluationStatus | None],
+             **fields: Any) -> dict[str, Any] | None:
         return fenced_move(self.store, self.lease, EVALUATIONS, target, **fields)
 
     def event(self, message: str, level: str = "info") -> None:
@@ -66,9 +72,13 @@ class EvaluationReporter:
         self.update(write)
 
     def should_stop(self) -> bool:
-        """True once the user asked to cancel (read at most every CANCEL_CHECK_EVERY_S)."""
+        """True once the user asked to cancel (read at most every CANCEL_CHECK_EVERY_S), or once its
+        worker is stopping (stopping.py)."""
         if self.lease.lost.is_set():
             raise LeaseLost(f"lease of evaluation {self.id} expired")
+        if stopping.current().requested.is_set():
+            self.worker_stopping = True
+            return True
         now = time.monotonic()
         if not self.cancelled and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
             self._last_cancel_check = now
@@ -83,6 +93,7 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
     devices = list(claim["devices"])
     doc = worker.store.update(doc["id"], take_devices(lease, worker.node, devices))
     reporter = EvaluationReporter(store=worker.store, evaluation=doc, lease=lease, log=log)
+    stopping.current().stops_itself(lambda: reporter.scoring)
     reporter.event(f"worker {worker.holder} took the evaluation on {', '.join(devices)} (fence {lease.fence})")
     metrics, results, detail = None, None, None
     try:
@@ -100,12 +111,21 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
         outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")
 
+    # Stopped for its worker's stop, or failed as it stopped: given back, not ended.
+    if (reporter.worker_stopping or stopping.current().requested.is_set()) and outcome != EvaluationStatus.SUCCEEDED:
+        from services.trainer_worker.execution import hand_back_stopped
+
+        with stopping.current().ending():
+            given = hand_back_stopped(worker, claim, lease, log)
+        log.info("evaluation given back: its worker is stopping", outcome=given)
+        return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
     scored = {"metrics": metrics, "results": results} if metrics is not None else {}
-    try:
-        fenced_move(worker.store, lease, EVALUATIONS, outcome, detail=detail, **scored)
-    except LeaseLost:
-        return "stopped: lease lost"
-    worker.claims().release(claim["id"])
+    with stopping.current().ending():  # a stop arriving now does not give back an evaluation that is ending
+        try:
+            fenced_move(worker.store, lease, EVALUATIONS, outcome, detail=detail, **scored)
+        except LeaseLost:
+            return "stopped: lease lost"
+        worker.claims().release(claim["id"])
     if outcome == EvaluationStatus.CANCELLED:
         reporter.event("cancelled by the user")
     log.info("evaluation ended", status=outcome.value)
@@ -192,7 +212,11 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     rows = _read_rows(worker.artifacts.get_file(dataset_key(doc["datasetDigest"])))
     max_tokens = int(doc.get("maxTokens") or generator.defaults["max_tokens"])
 
-    reporter.move(EvaluationStatus.RUNNING, progress={"rows": 0, "totalRows": len(rows)})
+    # A cancel sent while it was STARTING ends it here, read in the same write as the move.
+    if reporter.move(lambda ev: None if ev.get("cancelRequested") else EvaluationStatus.RUNNING,
+                     progress={"rows": 0, "totalRows": len(rows)}) is None:
+        return EvaluationStatus.CANCELLED, None, None, reasons.CANCELLED_BY_USER
+    reporter.scoring = True
     reporter.event(f"scoring {len(rows)} row(s) of {doc['dataset']} with {doc['model']}"
                    + (f" and the adapter of {doc['snapshot']}" if doc.get("snapshot") else "")
                    + f" ({spec.dtype} on {spec.device}, greedy, at most {max_tokens} token(s))")

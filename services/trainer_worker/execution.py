@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from services.trainer_worker.engines.base import SnapshotDiskFull
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
-from services.trainer_worker.reporter import RunReporter
+from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
 from shared import logs, reasons
 from shared.artifacts import ArtifactRoot, dataset_key, join, run_key
@@ -65,7 +65,11 @@ def with_lease(worker: Worker, kind: str, resource_id: str, claim_id: str, statu
                work: Callable[..., str]) -> str:
     """Do `work(worker, doc, claim, lease, log)` for a granted claim's run or evaluation, holding its
     lease: skipped when the claim is no longer granted, when the resource has ended (its claim is
-    released), or when another worker holds the lease (a redelivered task: never in two places)."""
+    released), or when a live process holds the lease (a redelivered task: never in two places).
+    Work whose previous process died is given back instead (takeover.py); work this process is
+    doing is given back when the worker is asked to stop (stopping.py)."""
+    from services.trainer_worker import stopping, takeover
+
     log = logs.get("trainer_worker").bind(node=worker.node, claim=claim_id, **{kind: resource_id})
     claim = worker.claims().get(claim_id)
     doc = worker.store.get(resource_id)
@@ -76,10 +80,16 @@ def with_lease(worker: Worker, kind: str, resource_id: str, claim_id: str, statu
         worker.claims().release(claim_id)
         return f"skipped: {kind} already ended"
     lease = Lease(worker.redis, worker.keys, resource_id, worker.holder)
-    if not lease.acquire():
+    taken = takeover.take(worker, claim, doc, lease, log)
+    if taken is takeover.Taken.HELD:
         log.warning(f"{kind} is leased by another worker; not running it here")
         return "skipped: leased elsewhere"
+    stop = stopping.current()
     try:
+        if taken is takeover.Taken.FROM_LOST:
+            return takeover.hand_back_lost(worker, claim, lease, log)
+        stop.hold(stopping.Held(hand_back=lambda late: hand_back_stopped(worker, claim, lease, log, late=late),
+                                stops_itself=lambda: False))
         return work(worker, doc, claim, lease, log)
     except Exception as exc:
         if not unreachable(exc):
@@ -88,7 +98,25 @@ def with_lease(worker: Worker, kind: str, resource_id: str, claim_id: str, statu
                   "to be re-queued", error=f"{type(exc).__name__}: {exc}")
         return "stopped: store unreachable"
     finally:
+        stop.done()
         lease.release()
+
+
+def hand_back_stopped(worker: Worker, claim: dict[str, Any], lease: Lease, log, *, late: bool = False) -> str | None:
+    """Give the claim's run or evaluation back because this worker is stopping (stopping.py):
+    QUEUED keeping its place, through the one way back (shared/claims/orphans.py). `late`: the
+    watchdog gives it back, the grace over (a run: with steps its snapshot does not hold)."""
+    from services.trainer_worker import stopping
+    from shared.claims.orphans import give_back
+
+    if late and claim["kind"] == "run":
+        worker.store.add_event(claim["resource"], reasons.worker_stopped_unsaved(stopping.current().grace_s),
+                               level="warn")
+    outcome = give_back(worker.claims(), worker.store, claim,
+                        requeued_event=reasons.worker_stopped_requeued(worker.node),
+                        cancelled_detail=reasons.worker_stopped_cancelled(worker.node), log=log)
+    lease.release()  # at once: the next holder must not take this process for a dead one
+    return outcome
 
 
 def take_devices(lease: Lease, node: str, devices: list[str]):
@@ -102,12 +130,17 @@ def take_devices(lease: Lease, node: str, devices: list[str]):
 
 
 def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
+    from services.trainer_worker import stopping
+
     run_id = run["id"]
     devices = list(claim["devices"])
     run = worker.store.update(run_id, take_devices(lease, worker.node, devices))
-    reporter = RunReporter(store=worker.store, artifacts=worker.artifacts, run=run, lease=lease, log=log)
+    earlier = worker.store.metrics(run_id)  # what an earlier attempt logged: not logged twice
+    reporter = RunReporter(store=worker.store, artifacts=worker.artifacts, run=run, lease=lease, log=log,
+                           earlier=earlier)
     reporter.trackers = Trackers(settings=worker.config.trackers, artifacts=worker.artifacts, run=run,
-                                 earlier=worker.store.metrics(run_id), warn=lambda m: reporter.event(m, level="warn"))
+                                 earlier=earlier, warn=lambda m: reporter.event(m, level="warn"))
+    stopping.current().stops_itself(lambda: reporter.unsaved)  # it saves them at its next step boundary
     reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
     try:
         return _train_and_end(worker, run, claim, lease, log, devices, reporter)
@@ -117,6 +150,8 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
 
 def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log,
                    devices: list[str], reporter: RunReporter) -> str:
+    from services.trainer_worker import stopping
+
     detail = None
     try:
         if reporter.stop_request() == "cancel":
@@ -124,6 +159,12 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
         else:
             result = _run_engine(worker, run, devices, reporter)
             reporter.flush_progress()
+            if result.paused and reporter.stop == STOP_REQUEUE:  # its worker is stopping: saved, give it back
+                reporter.trackers.close(None)
+                with stopping.current().ending():
+                    outcome = hand_back_stopped(worker, claim, lease, log)
+                log.info("run given back: its worker is stopping", outcome=outcome, step=result.final_step)
+                return f"{outcome}: worker stopping" if outcome else "stopped: no longer this claim's"
             if result.paused:
                 outcome = RunStatus.PAUSED.value
             elif result.stopped_early and reporter.stop == "cancel":
@@ -139,20 +180,32 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
     except SnapshotDiskFull as exc:  # not a failure: paused, resumable once space is freed (issue 26)
         outcome, detail = RunStatus.PAUSED.value, str(exc)
         reporter.event(detail, level="warn")
+    except CancelledWhileStarting:  # cancelled while its engine loaded: not one step trained
+        outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
     except Exception as exc:  # the engine failed: the run says why, the worker lives on
         if unreachable(exc):
             raise  # not the engine: its store (with_lease leaves the run to be re-queued)
+        if stopping.current().requested.is_set():
+            # Its worker is stopping, and the stop may have reached a process the engine needs (a
+            # rollout server in the worker's process group): given back, not failed for it.
+            log.warning("the engine stopped with an error as its worker stops; giving the run back",
+                        error=f"{type(exc).__name__}: {exc}")
+            reporter.trackers.close(None)
+            with stopping.current().ending():
+                given = hand_back_stopped(worker, claim, lease, log, late=True)
+            return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
         outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
         reporter.event(detail, level="error")
 
     # Before the run reads as ended: whoever sees it SUCCEEDED finds its tracker files complete.
     reporter.trackers.close(outcome)
-    try:
-        fenced_move(worker.store, lease, RUNS, outcome, detail=detail, pauseRequested=False)
-    except LeaseLost:
-        return "stopped: lease lost"
-    worker.claims().release(claim["id"])
+    with stopping.current().ending():  # a stop arriving now does not give back a run that is ending
+        try:
+            fenced_move(worker.store, lease, RUNS, outcome, detail=detail, pauseRequested=False)
+        except LeaseLost:
+            return "stopped: lease lost"
+        worker.claims().release(claim["id"])
     if outcome == RunStatus.CANCELLED.value:
         reporter.event("cancelled by the user")
     elif outcome == RunStatus.PAUSED.value and detail is None:  # paused by the user

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from services.trainer_worker.heartbeat import dead_here
 from services.trainer_worker.lease import LEASE_TTL_MS, RENEW_EVERY_S
 from shared import reasons
 from shared.claims.orphans import (
@@ -67,8 +68,6 @@ def reclaim_orphans(*, queue: ClaimQueue, store: Store, config: Any, node: str, 
                     silent_s: float = LEASE_SILENT_S) -> list[dict[str, Any]]:
     """Give back the orphaned runs and evaluations of `node` (see the module). Call it only as the
     node's only worker, before taking tasks. Returns the claims given back."""
-    from services.trainer_worker.heartbeat import dead_here
-
     pool = config.pool_of_node(node)
     if pool is None:
         return []
@@ -98,6 +97,18 @@ def reclaim_orphans(*, queue: ClaimQueue, store: Store, config: Any, node: str, 
         if outcome:
             given.append(claim)
     return given
+
+
+def lease_holder_gone(store: Store, claim: dict[str, Any], token: str, log: Any,
+                      silent_s: float = LEASE_SILENT_S) -> bool:
+    """True when the holder of the claim's lease, `token`, is provably gone: a process of this
+    machine that no longer runs (at once), or any holder that lets the lease go or leaves it
+    unrenewed for `silent_s` (watched for at most that long; a renewal proves it alive). For a task
+    delivered again (takeover.py)."""
+    _, host, pid = holder_of(token)
+    if dead_here(host, pid):
+        return True
+    return bool(_silent(store, {claim["id"]: (claim, token)}, silent_s, log))
 
 
 def _silent(store: Store, watched: dict[str, tuple[dict[str, Any], str]], silent_s: float,

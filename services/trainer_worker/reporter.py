@@ -1,15 +1,25 @@
 """The Redis-backed reporter an engine talks to (engines.base.Reporter): metrics, events,
 progress, snapshots and cancellation, each write fenced by the worker's lease. Every metrics point
-also goes to the deployment's trackers (trackers/: TensorBoard, MLflow, W&B) once it is stored."""
+also goes to the deployment's trackers (trackers/: TensorBoard, MLflow, W&B) once it is stored.
+
+A run that resumes after a lost process trains the steps after its latest snapshot again; their
+points are not logged twice (each metric name at each step once, as trackers/scalars.py sends
+them), so the series holds every step once. Training resumes exactly, so the points kept are what
+the steps trained again report too."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+from services.trainer_worker import stopping
+from services.trainer_worker.engines.base import STOP_PAUSE
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
+from services.trainer_worker.takeover import LOST_FIELD
+from services.trainer_worker.trackers.scalars import SentSteps
+from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
@@ -20,11 +30,18 @@ from shared.times import now_iso
 
 PROGRESS_EVERY_S = 0.25
 CANCEL_CHECK_EVERY_S = 0.5
+# What `RunReporter.stop` holds when its worker is stopping: the engine is asked to pause (a snapshot
+# at the step boundary), and the run is then given back to the queue (stopping.py).
+STOP_REQUEUE = "requeue"
+
+
+class CancelledWhileStarting(Exception):
+    """The user cancelled the run while its engine loaded: it ends CANCELLED before its first step."""
 
 
 class RunReporter:
     def __init__(self, *, store: Store, artifacts: ArtifactRoot, run: dict[str, Any], lease: Lease, log,
-                 trackers=None):
+                 trackers=None, earlier: Iterable[dict[str, Any]] | None = None):
         self.store = store
         self.artifacts = artifacts
         self.run_id = run["id"]
@@ -40,8 +57,11 @@ class RunReporter:
         self._last_progress_write = 0.0
         self._last_cancel_check = 0.0
         self._pending: dict[str, Any] | None = None
-        self.stop: str | None = None  # what the user asked: None, "cancel" or "pause"
+        self.stop: str | None = None  # None, "cancel" or "pause" (the user's), STOP_REQUEUE (its worker's)
         self.trackers = trackers  # trackers.Trackers, or None: the run's series only
+        # (name, step) already in the run's series, from an earlier attempt: not logged again
+        self.logged = SentSteps(store.metrics(self.run_id) if earlier is None else earlier)
+        self.unsaved = False  # a step trained here since the last snapshot written here
 
     # --- fenced writes
     def update_run(self, change) -> dict[str, Any]:
@@ -52,15 +72,23 @@ class RunReporter:
         self.total_steps = total_steps
         self._started_at = time.monotonic()
 
-        fenced_move(self.store, self.lease, RUNS, RunStatus.RUNNING,
-                    change=lambda doc: {**doc, "progress": {**doc["progress"], "totalSteps": total_steps}})
+        # A cancel sent while the run was STARTING ends it here, before its first step: read in the
+        # same write as the move, so none is missed however short the run.
+        moved = fenced_move(self.store, self.lease, RUNS,
+                            lambda doc: None if doc.get("cancelRequested") else RunStatus.RUNNING,
+                            change=lambda doc: {**doc, "progress": {**doc["progress"], "totalSteps": total_steps}})
+        if moved is None:
+            self.stop = "cancel"
+            raise CancelledWhileStarting(self.run_id)
         self.event(f"training started: {total_steps} steps")
 
     def metrics(self, point: dict[str, Any]) -> None:
         point = {**point, "attempt": self.attempt, "time": now_iso()}
-        self.store.add_metrics(self.run_id, point)
-        if self.trackers is not None:
-            self.trackers.log(point)
+        if self.logged.fresh(point):  # else a step trained again after a resume, already in the series
+            self.store.add_metrics(self.run_id, point)
+            if self.trackers is not None:
+                self.trackers.log(point)
+        self.unsaved = True
         step = int(point.get("step") or 0)
         self.last_step = step
         if self._first_step is None:
@@ -124,16 +152,24 @@ class RunReporter:
             # once, even when a blip made the client send this write twice
             run["snapshots"] = [*(s for s in run.get("snapshots", []) if s != snapshot_id), snapshot_id]
             run["latestSnapshot"] = snapshot_id
+            run.pop(LOST_FIELD, None)  # progress saved: a process lost from here on is a first loss again
             return run
 
         self.update_run(attach)
+        self.unsaved = False
         self.event(f"snapshot {snapshot_id} written at step {step}" + (" (final)" if final else ""))
         self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))
 
     def stop_request(self) -> str | None:
-        """None, "cancel" or "pause": what the user asked of this run since it started."""
+        """None, "cancel" or "pause": what the user asked of this run since it started, or "pause"
+        when its worker is stopping (then `stop` is STOP_REQUEUE: the run is given back once saved)."""
         if self.lease.lost.is_set():
             raise LeaseLost(f"lease of run {self.run_id} expired")
+        if self.stop is None and stopping.current().requested.is_set():
+            self.stop = STOP_REQUEUE
+            self.event(reasons.worker_stopping(stopping.current().grace_s))
+        if self.stop == STOP_REQUEUE:
+            return STOP_PAUSE
         now = time.monotonic()
         if self.stop is None and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
             self._last_cancel_check = now

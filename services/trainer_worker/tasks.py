@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from billiard.process import current_process
 from celery import Celery
 
 from shared.celery_app import EXECUTE_TASK
@@ -15,8 +16,14 @@ def register(app: Celery, config, node: str) -> None:
     @app.task(name=EXECUTE_TASK, bind=True, acks_late=True)
     def execute_task(self, kind: str, resource_id: str, claim_id: str) -> str:
         global _worker
+        from services.trainer_worker import stopping
         from services.trainer_worker.execution import Worker, execute
+        from shared import logs
 
+        # SIGTERM from now on gives this task's work back (the process runs this one task only); in
+        # a pool process only, never in Celery's main process, whose own SIGTERM starts its shutdown.
+        if current_process().name != "MainProcess":
+            stopping.install_in_child(grace_s=config.worker_stop_grace_s, log=logs.get("trainer_worker"))
         if _worker is None or _worker.node != node or os.getpid() != getattr(_worker, "pid", None):
             _worker = Worker(config, node)
             _worker.pid = os.getpid()

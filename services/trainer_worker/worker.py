@@ -3,7 +3,8 @@ node, listening on that node's queue, one child per device, prefetch 1, a fresh 
 
 Before it takes a task it becomes the node's heartbeat (heartbeat.py), as the node's only worker
 gives back the work its node's previous worker left behind (reclaim.py), and imports the training
-stack once (warm.py), so that the child forked for each task starts with it."""
+stack once (warm.py), so that the child forked for each task starts with it. Asked to stop
+(SIGTERM, SIGINT), it passes the stop on to its children, which give their work back (stopping.py)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         from services.trainer_worker.warm import preload
 
         logs.get("trainer_worker").info("training stack imported", node=node.name, seconds=round(preload(), 2))
-        _run_worker(app, node, args.loglevel)
+        _run_worker(app, node, args.loglevel, heartbeat)
     finally:
         heartbeat.stop()
 
@@ -83,10 +84,17 @@ def _quiet_a_chosen_warning(**_) -> None:
     warnings.filterwarnings("ignore", message=r"(?s).*worker_cancel_long_running_tasks_on_connection_loss")
 
 
-def _run_worker(app, node, loglevel: str) -> None:
+def _run_worker(app, node, loglevel: str, heartbeat=None) -> None:
     from celery import signals
 
+    from services.trainer_worker import stopping
+
     signals.celeryd_after_setup.connect(_quiet_a_chosen_warning, weak=False)
+    # A stop (SIGTERM) reaches the pool processes even when only this process was signalled (a
+    # container's main process), and the node stops being granted work (stopping.py).
+    signals.worker_shutting_down.connect(
+        lambda **_: stopping.on_worker_shutting_down(heartbeat, logs.get("trainer_worker").bind(node=node.name)),
+        weak=False)
     app.worker_main([
         "worker",
         "--queues", node_queue(node.name),

@@ -13,6 +13,10 @@ both hand them back through `give_back`:
   of the node's previous worker that is provably dead. It knows at once, because it is the node's
   only worker (its node heartbeat, services/trainer_worker/heartbeat.py).
 
+Two more hand work back the same way: a worker asked to stop gives back what it holds
+(services/trainer_worker/stopping.py), and a task delivered again that finds its work's previous
+process dead gives it back (services/trainer_worker/takeover.py).
+
 `give_back` moves the work back to QUEUED (or CANCELLED when a cancel was asked) through its
 lifecycle, under a new claim that keeps the old `seq`, with one more `attempts`, and takes a new
 fencing number for it: whatever the old holder still tries to write is refused as a stale writer.

@@ -5,7 +5,7 @@
 | (new) -> QUEUED | API: create (`EVALUATIONS.created()`) |
 | QUEUED -> CANCELLED | API: cancel (or a comparison that could not queue all of its evaluations) |
 | QUEUED -> STARTING | scheduler: dispatch, expecting QUEUED |
-| STARTING/RUNNING -> QUEUED or CANCELLED | scheduler: worker lost, expecting its claim |
+| STARTING/RUNNING -> QUEUED or CANCELLED | `shared/claims/orphans.give_back`, expecting its claim: the scheduler (worker lost), a worker starting (its node's orphans), stopping (its own work), or finding the work's previous process dead |
 | STARTING -> RUNNING | worker, fenced: the model is loaded |
 | STARTING/RUNNING -> SUCCEEDED, FAILED, CANCELLED | worker, fenced: scoring ended |
 """

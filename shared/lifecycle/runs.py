@@ -8,7 +8,7 @@ Who moves a run where (each through `RUNS.apply` inside its own Store.update, or
 | QUEUED -> CANCELLED, PAUSED -> CANCELLED | API: cancel |
 | PAUSED -> QUEUED | API: resume |
 | QUEUED -> STARTING | scheduler: dispatch, expecting QUEUED |
-| STARTING/RUNNING -> QUEUED or CANCELLED | scheduler: worker lost, expecting its claim |
+| STARTING/RUNNING -> QUEUED or CANCELLED | `shared/claims/orphans.give_back`, expecting its claim: the scheduler (worker lost), a worker starting (its node's orphans), stopping (its own work), or finding the work's previous process dead |
 | STARTING -> RUNNING | worker, fenced: the engine is loaded |
 | STARTING/RUNNING -> SUCCEEDED, FAILED, CANCELLED, PAUSED | worker, fenced: the engine ended |
 

@@ -110,9 +110,14 @@ def test_the_wait_before_a_restart_doubles_up_to_its_cap_and_starts_over_after_a
     monkeypatch.setattr(supervisor.time, "monotonic", lambda: now[0])
     service.started_at = now[0]
     waits = [watcher._next_delay(service) for _ in range(9)]
-    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
-    now[0] += supervisor.STABLE_AFTER_S  # it ran a minute before this exit: a new failure
+    assert waits == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0, 5.0]  # capped at 5 s (it was 30 s: issue 26)
+    now[0] += supervisor.STABLE_AFTER_S - 1  # up a while, but not long enough: the same failure
+    assert watcher._next_delay(service) == 5.0
+    service.started_at = now[0]
+    now[0] += supervisor.STABLE_AFTER_S  # it ran half a minute before this exit: a new failure
     assert watcher._next_delay(service) == 0.5
+    service.started_at = now[0]  # started again, killed again at once: the wait doubles again
+    assert watcher._next_delay(service) == 1.0
 
 
 def test_supervisor_sentences_word_for_word():

@@ -130,3 +130,82 @@ def test_every_service_of_the_local_stack_killed_with_sigkill_comes_back(tmp_pat
     assert down.returncode == 0 and down.stdout.startswith("stopped supervisor (pid"), down.stdout + down.stderr
     assert not any(process_alive(r.pid, r.command) for r in records)
     assert state.records() == [] and not redis_answers(info["redisUrl"])
+
+
+def test_training_down_and_up_mid_run_gives_work_back_and_finishes_it(tmp_path, capsys):
+    """Issue 26: `training down` while a run trains and an evaluation scores, then `training up`.
+    Before, the tasks delivered again after the restart failed both (`a run cannot go from RUNNING
+    to RUNNING`). Now the stopping worker gives both back (the run with a snapshot at its stop
+    step), and the stack started again finishes them: the run with the metrics of every step once."""
+    from shared import reasons
+    from tests.e2e.test_worker_stop import EVALUATION_ROWS, PLAN, STEPS
+
+    home = tmp_path / "home"
+    env = {**os.environ, "TRAINING_HOME": str(home), "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    for name in ("TRAINING_API_URL", "TRAINING_TOKEN", "TRAINING_CONFIG", "TRAINING_REDIS_URL",
+                 "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN", "TRAINING_KEY_PREFIX"):
+        env.pop(name, None)
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}"
+    upped = training(env, "up", "--detach", "--port", str(port))
+    assert upped.returncode == 0, upped.stdout + upped.stderr
+    state = StackState(home / "stack")
+    headers = {"Authorization": f"Bearer {state.admin_token()}"}
+
+    def get(path: str) -> dict:
+        return requests.get(f"{api_url}{path}", headers=headers, timeout=30).json()
+
+    def wait(what: str, check, timeout_s: float = 240):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}\n"
+                             + state.log_path("worker-local").read_text(errors="replace")[-4000:])
+
+    try:
+        dataset = requests.post(f"{api_url}/v1/datasets", headers=headers, timeout=30,
+                                files={"file": ("sample.jsonl", SAMPLE.read_bytes())}).json()["id"]
+        rows = "".join(json.dumps({"prompt": f"Say {i}:", "completion": str(i)}) + "\n"
+                       for i in range(EVALUATION_ROWS))
+        eval_data = requests.post(f"{api_url}/v1/datasets", headers=headers, timeout=30,
+                                  files={"file": ("eval.jsonl", rows.encode())}).json()["id"]
+        run_id = requests.post(f"{api_url}/v1/runs", headers=headers, timeout=30,
+                               json={**PLAN, "dataset": dataset}).json()["id"]
+        wait("step 6", lambda: (get(f"/v1/runs/{run_id}")["progress"]["step"] or 0) >= 6)
+        evaluation_id = requests.post(f"{api_url}/v1/evaluations", headers=headers, timeout=30, json={
+            "model": "builtin/tiny-qwen3", "dataset": eval_data, "maxTokens": 16}).json()["id"]
+        wait("rows scored", lambda: (get(f"/v1/evaluations/{evaluation_id}")["progress"] or {}).get("rows", 0) > 0)
+
+        began = time.monotonic()
+        down = training(env, "down")
+        down_s = time.monotonic() - began
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert "did not stop" not in state.log_path("supervisor").read_text()  # nothing needed SIGKILL
+        began = time.monotonic()
+        upped = training(env, "up", "--detach", "--port", str(port))
+        assert upped.returncode == 0, upped.stdout + upped.stderr
+        up_s = time.monotonic() - began
+
+        run = wait("the run to end", lambda: (lambda r: r if r["status"] in ("SUCCEEDED", "FAILED", "CANCELLED")
+                                              else None)(get(f"/v1/runs/{run_id}")))
+        messages = [e["message"] for e in get(f"/v1/runs/{run_id}/events")["items"]]
+        assert run["status"] == "SUCCEEDED", messages
+        assert reasons.worker_stopped_requeued("local") in messages and run["attempts"] == 1
+        points = [p for p in get(f"/v1/runs/{run_id}/metrics")["items"] if p.get("loss") is not None]
+        assert [p["step"] for p in points] == list(range(1, STEPS + 1))
+        stopped_at = next(p["step"] for p in points if p["attempt"] == 1) - 1
+        assert f"restoring trainingState from step-{stopped_at:06d}" in messages  # its stop's snapshot
+        evaluation = wait("the evaluation to end", lambda: (lambda e: e if e["status"] in (
+            "SUCCEEDED", "FAILED", "CANCELLED") else None)(get(f"/v1/evaluations/{evaluation_id}")))
+        assert evaluation["status"] == "SUCCEEDED" and evaluation["attempts"] == 1, evaluation
+        with capsys.disabled():
+            print(f"\n[faults] training down at step {stopped_at}: down took {down_s:.1f} s, up {up_s:.1f} s; "
+                  f"run and evaluation SUCCEEDED")
+    finally:
+        records = state.records()
+        down = training(env, "down")
+    assert down.returncode == 0
+    assert not any(process_alive(r.pid, r.command) for r in records)

@@ -100,3 +100,12 @@ def test_the_cap_on_queued_claims_is_a_whole_number_with_a_default():
         with pytest.raises(ValidationFailed) as caught:
             parse_config({"pools": NODES, "scheduling": {"maxQueuedPerWorkload": bad}}, env={})
         assert caught.value.details == {"field": "scheduling.maxQueuedPerWorkload"}, bad
+
+
+def test_a_stopped_workers_grace_comes_from_the_file_or_the_environment():
+    raw = {"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}
+    assert parse_config(raw, env={}).worker_stop_grace_s == 6.0
+    assert parse_config({**raw, "worker": {"stopGraceS": 25}}, env={}).worker_stop_grace_s == 25.0
+    assert parse_config(raw, env={"TRAINING_WORKER_STOP_GRACE_S": "2.5"}).worker_stop_grace_s == 2.5
+    with pytest.raises(ValidationFailed, match="worker.stopGraceS must be a number of seconds above 0"):
+        parse_config({**raw, "worker": {"stopGraceS": 0}}, env={})

@@ -117,6 +117,59 @@ def test_a_cancel_before_it_starts_scoring_ends_it_cancelled(worker, granted):
     assert worker.claims().get(claim["id"])["state"] == "RELEASED"
 
 
+def test_a_cancel_sent_while_the_model_loads_ends_it_cancelled_before_its_first_row(worker, granted, monkeypatch):
+    """Issue 26: the cancel is read in the same write that moves it to RUNNING, not only by a
+    throttled check that a short evaluation can finish before (held off for good here)."""
+    import shared.load_spec
+
+    monkeypatch.setattr(evaluation_job, "CANCEL_CHECK_EVERY_S", 3600.0)
+    real_load = shared.load_spec.load_model
+    evaluation_id, claim = granted()
+
+    def cancelled_while_loading(spec):
+        worker.store.update(evaluation_id, lambda d: {**d, "cancelRequested": True})  # the API, meanwhile
+        return real_load(spec)
+
+    monkeypatch.setattr(shared.load_spec, "load_model", cancelled_while_loading)
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "CANCELLED"
+    doc = worker.store.get(evaluation_id)
+    assert doc["detail"] == "cancelled by the user" and doc["metrics"] is None and doc.get("startedAt") is None
+    assert worker.claims().get(claim["id"])["state"] == "RELEASED"
+
+
+def test_a_worker_stopping_while_it_scores_gives_it_back_before_its_next_row(worker, granted, monkeypatch):
+    """Issue 26 (services/trainer_worker/stopping.py): the stop comes as row 1 is scored; the
+    evaluation stops before row 2 and its task gives it back (QUEUED keeping its place); the
+    watchdog, which would end the process after the grace, has nothing left to do."""
+    from services.trainer_worker import stopping
+    from shared import reasons
+
+    exited = threading.Event()
+    stop = stopping.use(stopping.ChildStop(grace_s=30.0, exit=lambda code: exited.set()))
+    try:
+        rows = b"".join(json.dumps({"prompt": f"Say {i}:", "completion": str(i)}).encode() + b"\n" for i in range(5))
+        worker.artifacts.put_file(dataset_key("f" * 64), rows)
+        evaluation_id, claim = granted(datasetDigest="f" * 64)
+        real_progress = evaluation_job.EvaluationReporter.progress
+
+        def stop_during_the_first_row(self, done, total, **kw):
+            if done == 1:
+                stop.request()  # SIGTERM, as the wakeup pipe hears it
+            return real_progress(self, done, total, **kw)
+
+        monkeypatch.setattr(evaluation_job.EvaluationReporter, "progress", stop_during_the_first_row)
+        assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "requeued: worker stopping"
+    finally:
+        stopping.use(stopping._NeverStopped())
+    doc = worker.store.get(evaluation_id)
+    assert doc["status"] == "QUEUED" and doc["attempts"] == 1 and doc["metrics"] is None
+    assert doc["progress"]["rows"] < 5
+    assert reasons.worker_stopped_requeued("local") in [e["message"] for e in worker.store.events(evaluation_id)]
+    assert worker.claims().current(evaluation_id)["seq"] == claim["seq"]
+    time.sleep(0.2)
+    assert not exited.is_set()
+
+
 def test_it_scores_and_writes_its_rows_in_process(worker, granted):
     evaluation_id, claim = granted()
     assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "SUCCEEDED"

@@ -22,7 +22,8 @@ its output to work_dir/ranks/rank-R.log.
 
 If a rank fails, the parent stops every other rank (SIGKILL, then waits for it) and raises
 RankFailed naming the rank; a rank whose parent dies is killed by the kernel (PR_SET_PDEATHSIG),
-so no rank is ever left running.
+so no rank is ever left running. Ranks ignore SIGTERM: a SIGTERM to the worker's process group
+stops the run through its task process (stopping.py), not by killing a rank.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def run_distributed(job: TrainingJob, reporter: Reporter) -> TrainingResult:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "services.trainer_worker.engines.distributed", str(job_file)],
                     env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
-                    stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), preexec_fn=die_with_parent,  # a rank dies with the worker
+                    stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), preexec_fn=_rank_preexec,
                 ))
                 log.close()
             conn = _accept(listener, procs, ranks_dir)
@@ -116,6 +117,16 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _rank_preexec() -> None:
+    """In a rank before exec: it dies with the worker process (`die_with_parent`), and ignores
+    SIGTERM, so that a stop signalled to the worker's whole process group (`training down`,
+    systemd) stops the run through the task's process, at a step boundary with a snapshot
+    (stopping.py), instead of killing a rank and failing the run. It stays in the group, so a
+    SIGKILL of the group still reaches it and whatever it started."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    die_with_parent()
 
 
 def _accept(listener: Listener, procs: list[subprocess.Popen], ranks_dir: Path) -> Connection:
