@@ -9,7 +9,9 @@
              (a request body; a snapshot archive as sent, and unpacked)
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
-    scheduling: {workerLostAfterS}  (a run's worker is lost when its lease is gone this long; 60)
+    scheduling: {workerLostAfterS, nodeDeadAfterS}  (a run's worker is lost when its lease is gone
+             this long, 60; a node is dead once its worker's heartbeat, or for its endpoints its
+             endpoint manager's lease, has been gone this long, 3: its work moves at once)
     worker:  {redisRetryS}  (how long a trainer worker retries a Redis write over an outage before
              it gives the attempt up; 60)
     trackers: {reportTo: [tensorboard, mlflow, wandb], mlflow: {...}, wandb: {...}}  (where run
@@ -18,7 +20,8 @@
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
-TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S.
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_NODE_DEAD_AFTER_S,
+TRAINING_REDIS_RETRY_S.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES = 16 * 1024 ** 3
 DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = 32 * 1024 ** 3
 DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of files, never millions
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
+# A heartbeat expires 7-10 s after its worker's last beat (services/trainer_worker/heartbeat.py);
+# this much more covers a Redis restart that dropped every heartbeat (each worker beats again
+# within about 2 s of Redis answering), and keeps a dead node's work re-queued within 15 s.
+DEFAULT_NODE_DEAD_AFTER_S = 3.0
 DEFAULT_REDIS_RETRY_S = 60.0
 DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "endpoints"}
 
@@ -104,6 +111,10 @@ class DeploymentConfig:
     snapshot_import_roots: tuple[Path, ...] = ()
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
+    # A node whose worker heartbeat has been gone this long is dead: its runs and evaluations go
+    # back to the queue at once; a node without an endpoint manager lease this long has its
+    # endpoints moved (services/scheduler/dead_nodes.py, lost_endpoints.py).
+    node_dead_after_s: float = DEFAULT_NODE_DEAD_AFTER_S
     # A trainer worker retries each Redis command over an outage this long, then gives up
     # (shared/redis_retry.py); a run is never failed because its store blinked.
     redis_retry_s: float = DEFAULT_REDIS_RETRY_S
@@ -208,6 +219,9 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         max_snapshot_files=_limit(raw, "maxSnapshotFiles", DEFAULT_MAX_SNAPSHOT_FILES),
         snapshot_import_roots=_import_roots(raw),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
+        node_dead_after_s=_seconds(env.get("TRAINING_NODE_DEAD_AFTER_S",
+                                           (raw.get("scheduling") or {}).get("nodeDeadAfterS")),
+                                   "scheduling.nodeDeadAfterS", DEFAULT_NODE_DEAD_AFTER_S),
         redis_retry_s=_seconds(env.get("TRAINING_REDIS_RETRY_S", (raw.get("worker") or {}).get("redisRetryS")),
                                "worker.redisRetryS", DEFAULT_REDIS_RETRY_S),
         redis_url_given=bool(env.get("TRAINING_REDIS_URL") or raw.get("redisUrl")),

@@ -813,3 +813,24 @@ def reward_call_raised(where: str, key: str, error: str) -> str:
 def reward_process_ended(where: str, key: str, how: str) -> str:
     """The process that runs registered reward functions ended while scoring (`how`: how_it_ended)."""
     return f"{where}: the process scoring reward {key} {how} before it gave a score"
+
+
+# --- Several nodes (issue 27): a node whose service stopped answering, and what its work does
+# (services/scheduler/dead_nodes.py, lost.py, lost_endpoints.py; shared/claims/nodes.py).
+# `service` is how a node's service is named to users: "worker" or "endpoint manager".
+
+def node_not_answering(node: str, *, kind: str, after_s: float) -> str:
+    """Warn event of a dispatched run or evaluation, the first time the scheduler sees its node's
+    worker heartbeat gone (it waits `after_s` more before moving it)."""
+    return (f"node {node} stopped answering (its worker's heartbeat is gone); the {kind} goes back to the "
+            f"queue unless it answers within {after_s:g}s")
+
+
+def node_dead_requeued(node: str) -> str:
+    """Warn event of a run or evaluation given back because its node stopped answering."""
+    return f"node {node} stopped answering; re-queued keeping its place"
+
+
+def node_dead_cancelled(node: str) -> str:
+    """Detail of a cancel-requested run whose node stopped answering before it stopped the run."""
+    return f"cancelled by the user; its node {node} stopped answering before it stopped"
