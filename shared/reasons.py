@@ -834,3 +834,10 @@ def node_dead_requeued(node: str) -> str:
 def node_dead_cancelled(node: str) -> str:
     """Detail of a cancel-requested run whose node stopped answering before it stopped the run."""
     return f"cancelled by the user; its node {node} stopped answering before it stopped"
+
+
+def endpoint_moved_off(node: str) -> str:
+    """Warn event of a READY or STARTING endpoint moved off a node whose endpoint manager is gone
+    (services/scheduler/lost_endpoints.py): it queues again for a node that has one."""
+    return (f"no endpoint manager runs on node {node}; back in the queue keeping its place, to start on a node "
+            "that has one")

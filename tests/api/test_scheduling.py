@@ -107,7 +107,7 @@ def test_pools_list_and_one_pool_with_holders_quotas_and_queue(client, admin, te
     pool = client.get("/v1/pools/default", headers=admin).json
     assert pool["nodes"] == [{"name": "local", "deviceKind": "cpu", "gpus": 2, "heldGpus": 1, "freeGpus": 1,
                               "devices": ["cpu:0", "cpu:1"], "freeDevices": ["cpu:1"],
-                              "workerAlive": True}]
+                              "workerAlive": True, "workerReady": True, "endpointManagerAlive": True}]
     assert pool["quotas"] == [{"workload": "small", "gpus": 1, "held": 0}]
     [holder] = pool["holders"]
     assert holder["kind"] == "endpoint" and holder["id"] == endpoint and holder["devices"] == ["cpu:0"]
