@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         from services.trainer_worker.warm import preload
 
         logs.get("trainer_worker").info("training stack imported", node=node.name, seconds=round(preload(), 2))
-        _run_worker(app, node, args.loglevel)
+        _run_worker(app, node, args.loglevel, ready=heartbeat.mark_ready)
     finally:
         heartbeat.stop()
 
@@ -83,10 +83,12 @@ def _quiet_a_chosen_warning(**_) -> None:
     warnings.filterwarnings("ignore", message=r"(?s).*worker_cancel_long_running_tasks_on_connection_loss")
 
 
-def _run_worker(app, node, loglevel: str) -> None:
+def _run_worker(app, node, loglevel: str, ready=None) -> None:
     from celery import signals
 
     signals.celeryd_after_setup.connect(_quiet_a_chosen_warning, weak=False)
+    if ready is not None:  # Celery consumes now: the scheduler may prefer this node (heartbeat.mark_ready)
+        signals.worker_ready.connect(lambda **_: ready(), weak=False)
     app.worker_main([
         "worker",
         "--queues", node_queue(node.name),

@@ -59,3 +59,17 @@ def test_grant_pass_places_each_kind_where_its_service_answers(queue, config, re
     run = queue.submit(kind="run", resource_id="run-1", pool="gpu", gpus=1, workload="runs")
     granted = {c["id"]: c["node"] for c in queue.grant_pass(config, "gpu")}
     assert granted == {ep["id"]: "small", run["id"]: "big"}
+
+
+def test_a_node_whose_worker_is_ready_comes_before_one_still_starting():
+    """Issue 27, item 3: node-a's worker was restarted and still imports its training stack;
+    node-b's takes tasks. Ties by name would pick node-a; readiness picks node-b."""
+    nodes = {"node-a": NodeState(1, ready=frozenset({"endpoint"})), "node-b": NodeState(1)}
+    assert plan_grants(nodes, [], [w("run", 1)], {}) == [Grant("run", "node-b", (0,))]
+    # ... and before best fit: node-b has more free devices, yet it can start the run at once
+    nodes = {"node-a": NodeState(1, ready=frozenset()), "node-b": NodeState(4)}
+    assert plan_grants(nodes, [], [w("run", 1)], {}) == [Grant("run", "node-b", (0,))]
+    # with only the starting node free, the run goes there rather than wait
+    held = [ClaimView("x", 1, "runs", "node-b", (0,))]
+    nodes = {"node-a": NodeState(1, ready=frozenset()), "node-b": NodeState(1)}
+    assert plan_grants(nodes, held, [w("run", 1)], {}) == [Grant("run", "node-a", (0,))]
