@@ -237,7 +237,10 @@ def waiting_text(scheduling: dict | None) -> str:
     if scheduling.get("reason") == "quota" and quota:
         parts.append(quota_wait(workload=quota["workload"], held_gpus=quota["held"],
                                 quota_gpus=quota["gpus"], pool=quota["pool"]))
-    if scheduling.get("reason") == "no_live_worker":
+    down = list((scheduling.get("waitingOn") or {}).get("notAnswering") or [])
+    parts += [node_not_answering_wait(d["node"], free_gpus=d.get("freeGpus") or 0, service=d.get("service") or "worker")
+              for d in down]
+    if scheduling.get("reason") == "no_live_worker" and not down:
         parts.append(NO_LIVE_WORKER)
     on = waiting_on(scheduling.get("waitingOn"))
     return "; ".join(p for p in (*parts, on) if p)
@@ -841,3 +844,18 @@ def endpoint_moved_off(node: str) -> str:
     (services/scheduler/lost_endpoints.py): it queues again for a node that has one."""
     return (f"no endpoint manager runs on node {node}; back in the queue keeping its place, to start on a node "
             "that has one")
+
+
+def node_not_answering_wait(node: str, *, free_gpus: int, service: str) -> str:
+    """What a waiting claim says of a node big enough for it whose service does not answer
+    (`waitingOn.notAnswering`, shared/claims/waiting.py): nothing is granted there."""
+    if free_gpus:
+        return f"node {node} has {free_gpus} free GPU{'' if free_gpus == 1 else 's'} but its {service} is not answering"
+    return f"node {node}'s {service} is not answering"
+
+
+def node_service_state(*, alive: bool, ready: bool = True) -> str:
+    """How `training pools get` and `training info` show one service of a node."""
+    if not alive:
+        return "not answering"
+    return "alive" if ready else "alive, still starting"

@@ -51,7 +51,7 @@ def with_waits(context: Context, runs: list[dict[str, Any]], who: Principal) -> 
             wait = waits.get(run["scheduling"]["claim"]) or {
                 # granted, not yet started: the scheduler's dispatch is under way
                 "position": None, "reason": wait_reasons.FITS_NOW, "quota": None,
-                "waitingOn": {"heldBy": [], "queuedAhead": []},
+                "waitingOn": {"heldBy": [], "queuedAhead": [], "notAnswering": []},
             }
             run["scheduling"] = {**run["scheduling"], **wait, "waitingText": reasons.waiting_text(wait)}
     return runs

@@ -73,9 +73,19 @@ class WaitEntrySchema(Schema):
     idleSeconds = fields.Integer(allow_none=True, metadata={"description": "endpoints holding GPUs: seconds since their last request (else since ready, else since granted)"})
 
 
+class NotAnsweringSchema(Schema):
+    node = fields.String()
+    freeGpus = fields.Integer(metadata={"description": "devices of the node nothing holds"})
+    service = fields.String(metadata={"description": "the service that would start it there and does not answer: "
+                                                     "worker (runs, evaluations) or endpoint manager (endpoints)"})
+
+
 class WaitingOnSchema(Schema):
     heldBy = fields.List(fields.Nested(WaitEntrySchema), metadata={"description": "the claims holding GPUs of the pool"})
     queuedAhead = fields.List(fields.Nested(WaitEntrySchema), metadata={"description": "the waiting claims ahead of it, in order"})
+    notAnswering = fields.List(fields.Nested(NotAnsweringSchema), metadata={
+        "description": "reasons waiting_for_gpus and no_live_worker: the nodes big enough for it whose service for its "
+                       "kind does not answer (nothing is granted there)"})
 
 
 class QuotaWaitSchema(Schema):
@@ -279,6 +289,12 @@ class NodeSchema(Schema):
     deviceKind = fields.String()
     gpus = fields.Integer()
     freeGpus = fields.Integer()
+    workerAlive = fields.Boolean(metadata={
+        "description": "its trainer worker's heartbeat is fresh (no run or evaluation is granted on a node without one)"})
+    workerReady = fields.Boolean(metadata={
+        "description": "its trainer worker takes tasks (training stack imported): preferred among nodes that fit"})
+    endpointManagerAlive = fields.Boolean(metadata={
+        "description": "an endpoint manager holds the node's lease (no endpoint is granted on a node without one)"})
 
 
 class PoolSummarySchema(Schema):
@@ -303,12 +319,6 @@ class PoolNodeSchema(NodeSchema):
     heldGpus = fields.Integer()
     devices = fields.List(fields.String())
     freeDevices = fields.List(fields.String())
-    workerAlive = fields.Boolean(metadata={
-        "description": "its trainer worker's heartbeat is fresh (no run or evaluation is granted on a node without one)"})
-    workerReady = fields.Boolean(metadata={
-        "description": "its trainer worker takes tasks (training stack imported): preferred among nodes that fit"})
-    endpointManagerAlive = fields.Boolean(metadata={
-        "description": "an endpoint manager holds the node's lease (no endpoint is granted on a node without one)"})
 
 
 class PoolQuotaSchema(Schema):
