@@ -32,13 +32,18 @@ class Store:
 
     # --- documents
     def create(self, doc: dict[str, Any]) -> dict[str, Any]:
+        pipe = self.redis.pipeline()
+        doc = self.create_in(pipe, doc)
+        pipe.execute()
+        return doc
+
+    def create_in(self, pipe: Any, doc: dict[str, Any]) -> dict[str, Any]:
+        """Queue the commands that create `doc` on `pipe` (inside a caller's MULTI); returns the
+        document as it will be stored."""
         stamp = now_iso()
         doc = {**doc, "createdAt": doc.get("createdAt", stamp), "updatedAt": stamp}
-        kind = kind_of(doc["id"])
-        pipe = self.redis.pipeline()
         pipe.set(self.keys.resource(doc["id"]), json.dumps(doc))
-        pipe.zadd(self.keys.index(kind.value), {doc["id"]: time.time()})
-        pipe.execute()
+        pipe.zadd(self.keys.index(kind_of(doc["id"]).value), {doc["id"]: time.time()})
         return doc
 
     def get(self, resource_id: str) -> dict[str, Any] | None:
@@ -63,11 +68,13 @@ class Store:
         ids = list(ids)
         return self._docs(ids) if ids else []
 
-    def update(self, resource_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
+    def update(self, resource_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None],
+               also: Callable[[Any, dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Apply `change` to the stored document atomically (retrying on a concurrent write).
 
         `change` gets a copy and returns the new document, or None to leave it as it is. It may
-        raise to refuse the change; nothing is written then.
+        raise to refuse the change; nothing is written then. `also(pipe, new)` queues more
+        commands in the same transaction: they are written with the change, or not at all.
         """
         key = self.keys.resource(resource_id)
         with self.redis.pipeline() as pipe:
@@ -86,6 +93,8 @@ class Store:
                     new["updatedAt"] = now_iso()
                     pipe.multi()
                     pipe.set(key, json.dumps(new))
+                    if also is not None:
+                        also(pipe, new)
                     pipe.execute()
                     return new
                 except redis.WatchError:

@@ -18,7 +18,7 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import RunReporter
 from services.trainer_worker.trackers import Trackers
 from shared import logs, reasons
-from shared.artifacts import ArtifactRoot, dataset_key, join, run_key
+from shared.artifacts import ArtifactRoot, dataset_key, run_key, run_snapshots_key
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
@@ -239,7 +239,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         validation_path=(worker.artifacts.get_file(dataset_key(run["validationDatasetDigest"]))
                          if run.get("validationDatasetDigest") else None),
         artifacts=worker.artifacts,
-        snapshot_prefix=join(run_key(run["id"]), "snapshots"),
+        snapshot_prefix=run_snapshots_key(run["id"], int(run.get("attempts") or 0)),  # each attempt its own keys
     )
     if job.restore is not None:
         reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")

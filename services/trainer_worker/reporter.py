@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.trainer_worker import fenced_snapshots
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
@@ -97,7 +98,7 @@ class RunReporter:
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)
-        doc = self.store.create({
+        snapshot = {
             "id": snapshot_id,
             "kind": "snapshot",
             "run": self.run_id,
@@ -116,16 +117,12 @@ class RunReporter:
             "imported": False,
             "path": key,
             "detail": None,
-        })
-        self.store.redis.zadd(self.store.keys.snapshots_of(self.run_id), {snapshot_id: step})
-
-        def attach(run):
-            # once, even when a blip made the client send this write twice
-            run["snapshots"] = [*(s for s in run.get("snapshots", []) if s != snapshot_id), snapshot_id]
-            run["latestSnapshot"] = snapshot_id
-            return run
-
-        self.update_run(attach)
+        }
+        try:  # only while this worker still holds the run (fenced_snapshots.py)
+            doc = fenced_snapshots.register(self.store, self.lease, snapshot)
+        except LeaseLost:
+            self.artifacts.delete(key)  # this attempt's own key: nobody else's snapshot
+            raise
         self.event(f"snapshot {snapshot_id} written at step {step}" + (" (final)" if final else ""))
         self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))
 
