@@ -1,7 +1,9 @@
 """The deployment config: one YAML file, overridden by environment variables.
 
     redisUrl, keyPrefix, artifactRoot, defaultPool
-    pools:   {POOL: {nodes: [{name, devices: {kind: cpu|cuda, count, memoryGiB?}}], quotas: {WORKLOAD: GPUS}}}
+    pools:   {POOL: {nodes: [{name, host?, devices: {kind: cpu|cuda, count, memoryGiB?, cores?}}],
+             quotas: {WORKLOAD: GPUS}}}  (host: the address other machines reach the node at, which
+             its endpoints advertise; nodes with the same host, or none, share one machine's cores)
     catalog: [{id, builtin?, path?, revision?, parameters?, precisions?, ...}]  (shared/models.py:
              builtin, a local path, or neither: the id in the Hugging Face hub cache at revision)
     tokens:  [{token, name, workloads: [...], admin: bool}]
@@ -27,7 +29,7 @@ TRAINING_REDIS_RETRY_S.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +66,26 @@ class Node:
     device_kind: str  # "cpu" (CPU training slots) or "cuda"
     device_count: int
     memory_gib: float | None = None  # per device; None = unknown (no memory check)
+    # The address other machines reach this node at (its endpoints advertise it); None: this
+    # machine, as for every node of the local stack.
+    host: str | None = None
+    cores: int | None = None  # CPU nodes: the cores its slots share (devices.cores); None: its share of the machine
+    # CPU nodes: the CPU slots of every CPU node declared on this node's host (itself included),
+    # which share the machine's cores; None: its own slots only.
+    machine_slots: int | None = None
 
     @property
     def devices(self) -> list[str]:
         return [f"{self.device_kind}:{i}" for i in range(self.device_count)]
 
     def cpu_threads(self, slots: int = 1) -> int:
-        """The threads a grant of `slots` of this node's CPU slots computes with: the slots share
-        the machine's cores evenly, so work side by side on one node does not fight for them."""
-        return max(1, (os.cpu_count() or 1) * slots // max(1, self.device_count))
+        """The threads a grant of `slots` of this node's CPU slots computes with: every CPU slot of
+        the machine gets an even share of its cores (`cores`, if the config says, is this node's
+        alone), so work side by side on one node, or on nodes sharing one machine, does not fight
+        for them."""
+        if self.cores is not None:
+            return max(1, self.cores * slots // max(1, self.device_count))
+        return max(1, (os.cpu_count() or 1) * slots // max(1, self.machine_slots or self.device_count))
 
 
 @dataclass(frozen=True)
@@ -185,11 +198,18 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
                 _fail(f"{where}.devices.kind", "must be cpu or cuda")
             if not isinstance(count, int) or count < 1:
                 _fail(f"{where}.devices.count", "must be a whole number of at least 1")
-            nodes.append(Node(name, kind, count, devices.get("memoryGiB")))
+            cores = devices.get("cores")
+            if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+                _fail(f"{where}.devices.cores", "must be a whole number of at least 1")
+            host = node.get("host")
+            if host is not None and (not isinstance(host, str) or not host.strip() or "/" in host):
+                _fail(f"{where}.host", "must be a host name or IP address")
+            nodes.append(Node(name, kind, count, devices.get("memoryGiB"), host=host, cores=cores))
         if not nodes:
             _fail(f"pools.{pool_name}.nodes", "must list at least one node")
         quotas = {str(k): int(v) for k, v in ((spec or {}).get("quotas") or {}).items()}
         pools[pool_name] = Pool(pool_name, tuple(nodes), quotas)
+    pools = _sharing_machines(pools)
     default_pool = raw.get("defaultPool") or next(iter(pools))
     if default_pool not in pools:
         _fail("defaultPool", f"names pool {default_pool}, which is not declared")
@@ -267,6 +287,19 @@ def _reward_functions(raw: dict[str, Any]) -> dict[str, str]:
         if not isinstance(reference, str) or not module or not function:
             _fail(f"rewardFunctions.{name}", 'must be "package.module:function"')
     return {str(k): v for k, v in registered.items()}
+
+
+def _sharing_machines(pools: dict[str, Pool]) -> dict[str, Pool]:
+    """Each CPU node told how many CPU slots its machine holds: the slots of every CPU node
+    declared on the same host (nodes without a host are all this machine's)."""
+    slots: dict[str | None, int] = {}
+    for pool in pools.values():
+        for node in pool.nodes:
+            if node.device_kind == "cpu":
+                slots[node.host] = slots.get(node.host, 0) + node.device_count
+    return {name: replace(pool, nodes=tuple(
+        replace(node, machine_slots=slots[node.host]) if node.device_kind == "cpu" else node for node in pool.nodes))
+        for name, pool in pools.items()}
 
 
 def _worker_lost_after_s(raw: dict[str, Any], env: dict[str, str]) -> float:
