@@ -859,3 +859,35 @@ def node_service_state(*, alive: bool, ready: bool = True) -> str:
     if not alive:
         return "not answering"
     return "alive" if ready else "alive, still starting"
+
+
+# `training stop SERVICE` / `training start SERVICE` (training_cli/local_stack.py, supervisor.py)
+
+def service_stopping_on_request(name: str, pid: int) -> str:
+    """Supervisor log line: `training stop` asked for this service."""
+    return f"stopping {name} (pid {pid}): training stop asked for it"
+
+
+def service_held(name: str) -> str:
+    """Supervisor log line: a service `training stop` stopped, left stopped."""
+    return f"{name} stopped; it stays stopped until: training start {name}"
+
+
+def no_such_service(name: str, services: list[str]) -> str:
+    return f"the local stack has no service {name}; its services: {', '.join(services)}"
+
+
+def service_stopped_by_request(name: str, pid: int | None) -> str:
+    """What `training stop NAME` prints (`pid` None: it was not running)."""
+    return (f"stopped {name}" + (f" (pid {pid})" if pid else "")
+            + f"; the supervisor leaves it stopped until: training start {name}")
+
+
+def service_started_by_request(name: str, pid: int) -> str:
+    """What `training start NAME` prints."""
+    return f"started {name} (pid {pid})"
+
+
+def service_already(name: str, state: str) -> str:
+    """What `training stop` / `training start` prints for a service already in that state."""
+    return f"{name} is already {state}"
