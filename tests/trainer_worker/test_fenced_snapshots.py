@@ -72,3 +72,11 @@ def test_a_stale_holder_neither_replaces_nor_registers_a_snapshot(store, tmp_pat
     assert sorted(s["path"] for s in snapshots) == sorted([key20, new_key])
     assert (artifacts.get_dir(new_key) / "adapter" / "adapter_model.safetensors").read_bytes() == b"attempt 1, step 30"
     assert not artifacts.exists(stale_key)  # it removed what it had published
+
+
+def test_each_attempt_works_and_publishes_under_keys_of_its_own():
+    from shared.artifacts import run_work_key
+
+    assert (run_work_key("run-1", 0), run_snapshots_key("run-1", 0)) == ("runs/run-1", "runs/run-1/snapshots")
+    assert (run_work_key("run-1", 2), run_snapshots_key("run-1", 2)) == (
+        "runs/run-1/attempt-2", "runs/run-1/snapshots/attempt-2")
