@@ -82,15 +82,19 @@ def judges_evaluation(evaluation: dict[str, Any], endpoint: dict[str, Any]) -> b
 
 class EndpointManager:
     def __init__(self, *, config: DeploymentConfig, client: redis.Redis, node: str, log: Any = None,
-                 bind_host: str = "127.0.0.1", advertise_host: str | None = None, lease_ms: int = MANAGER_LEASE_MS):
+                 bind_host: str | None = None, advertise_host: str | None = None, lease_ms: int = MANAGER_LEASE_MS):
         self.pool = config.pool_of_node(node)
         self.node_config = config.node(node)
         if self.pool is None:
             raise ValueError(f"node {node} is not declared in the deployment config")
-        # Serving processes listen on `bind_host`; their address names `advertise_host` (how the
-        # API reaches this node), which defaults to the bind host.
+        # Serving processes listen on `bind_host`; their address names `advertise_host`: how the API
+        # and the other nodes (a grpo run's judge) reach this node. Both default to the node's
+        # `host` in the deployment config (issue 27), else to this machine's loopback.
+        host = self.node_config.host
+        bind_host = bind_host or host or "127.0.0.1"
         self.node, self.bind_host = node, bind_host
-        self.advertise_host = advertise_host or ("127.0.0.1" if bind_host in ("0.0.0.0", "::") else bind_host)
+        self.advertise_host = advertise_host or host or (
+            "127.0.0.1" if bind_host in ("0.0.0.0", "::") else bind_host)
         self.keys = Keys(config.key_prefix)
         self.store = Store(client, self.keys)
         self.queue = ClaimQueue(client, self.keys, config=config)
