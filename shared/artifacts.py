@@ -74,6 +74,23 @@ def snapshot_key(run_id: str, step: int) -> str:
     return f"{run_key(run_id)}/snapshots/step-{step:06d}"
 
 
+def run_work_key(run_id: str, attempt: int = 0) -> str:
+    """The scratch of one attempt of a run (HF checkpoints, snapshots being put together):
+    `runs/RUN`, and `runs/RUN/attempt-N` once re-queued, so that a stale holder still saving on a
+    shared artifact root never writes into the files its run's new holder is saving."""
+    return run_key(run_id) if attempt <= 0 else f"{run_key(run_id)}/attempt-{attempt}"
+
+
+def run_snapshots_key(run_id: str, attempt: int = 0) -> str:
+    """Where one attempt of a run publishes its snapshots: `runs/RUN/snapshots`, and after its
+    worker was lost and it was re-queued (`attempts` N >= 1), `runs/RUN/snapshots/attempt-N`. Each
+    holder of a run publishes under keys of its own, so a stale holder that wakes mid-save after
+    the run moved can never replace a snapshot the new holder registered (its registration is
+    refused by the fence, services/trainer_worker/fenced_snapshots.py)."""
+    base = f"{run_key(run_id)}/snapshots"
+    return base if attempt <= 0 else f"{base}/attempt-{attempt}"
+
+
 def tensorboard_key(run_id: str) -> str:
     """The run's TensorBoard event files (one file per attempt of the run)."""
     return f"{run_key(run_id)}/tensorboard"

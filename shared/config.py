@@ -1,7 +1,9 @@
 """The deployment config: one YAML file, overridden by environment variables.
 
     redisUrl, keyPrefix, artifactRoot, defaultPool
-    pools:   {POOL: {nodes: [{name, devices: {kind: cpu|cuda, count, memoryGiB?}}], quotas: {WORKLOAD: GPUS}}}
+    pools:   {POOL: {nodes: [{name, host?, devices: {kind: cpu|cuda, count, memoryGiB?, cores?}}],
+             quotas: {WORKLOAD: GPUS}}}  (host: the address other machines reach the node at, which
+             its endpoints advertise; nodes with the same host, or none, share one machine's cores)
     catalog: [{id, builtin?, path?, revision?, parameters?, precisions?, ...}]  (shared/models.py:
              builtin, a local path, or neither: the id in the Hugging Face hub cache at revision)
     tokens:  [{token, name, workloads: [...], admin: bool}]
@@ -9,9 +11,11 @@
              (a request body; a snapshot archive as sent, and unpacked)
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
-    scheduling: {workerLostAfterS, maxQueuedPerWorkload}  (a run's worker is lost when its lease is
-             gone this long, 60; the most runs, evaluations and endpoints one workload may have
-             queued for GPUs at once, 100)
+    scheduling: {workerLostAfterS, nodeDeadAfterS, maxQueuedPerWorkload}  (a run's worker is lost
+             when its lease is gone this long, 60; a node is dead once its worker's heartbeat, or for
+             its endpoints its endpoint manager's lease, has been gone this long, 3: its work moves at
+             once; the most runs, evaluations and endpoints one workload may have queued for GPUs at
+             once, 100)
     publicUrl: the address clients reach the API at (GET /v1/info's apiUrl); none by default
     worker:  {redisRetryS, stopGraceS}  (how long a trainer worker retries a Redis write over an
              outage before it gives the attempt up, 60; how long a stopped worker waits for a run's
@@ -22,14 +26,14 @@
 With no file at all, the embedded default applies: one pool `default` with one node `local` of
 2 CPU slots, the built-in tiny models in the catalog, and the admin token from TRAINING_TOKEN.
 Environment: TRAINING_CONFIG (path of the YAML), TRAINING_REDIS_URL, TRAINING_KEY_PREFIX,
-TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_REDIS_RETRY_S,
-TRAINING_PUBLIC_URL, TRAINING_WORKER_STOP_GRACE_S.
+TRAINING_ARTIFACT_ROOT, TRAINING_ADMIN_TOKEN, TRAINING_WORKER_LOST_AFTER_S, TRAINING_NODE_DEAD_AFTER_S,
+TRAINING_REDIS_RETRY_S, TRAINING_PUBLIC_URL, TRAINING_WORKER_STOP_GRACE_S.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,6 +55,10 @@ DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES = 16 * 1024 ** 3
 DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES = DEFAULT_MAX_SNAPSHOT_UPLOAD_BYTES
 DEFAULT_MAX_SNAPSHOT_FILES = 10_000  # an adapter, a training state: tens of files, never millions
 DEFAULT_WORKER_LOST_AFTER_S = 60.0
+# A heartbeat expires 7-10 s after its worker's last beat (services/trainer_worker/heartbeat.py);
+# this much more covers a Redis restart that dropped every heartbeat (each worker beats again
+# within about 2 s of Redis answering), and keeps a dead node's work re-queued within 15 s.
+DEFAULT_NODE_DEAD_AFTER_S = 3.0
 DEFAULT_REDIS_RETRY_S = 60.0
 # Below the 10 s a supervisor or docker compose waits before SIGKILL, with room to give the run back.
 DEFAULT_WORKER_STOP_GRACE_S = 6.0
@@ -71,15 +79,26 @@ class Node:
     device_kind: str  # "cpu" (CPU training slots) or "cuda"
     device_count: int
     memory_gib: float | None = None  # per device; None = unknown (no memory check)
+    # The address other machines reach this node at (its endpoints advertise it); None: this
+    # machine, as for every node of the local stack.
+    host: str | None = None
+    cores: int | None = None  # CPU nodes: the cores its slots share (devices.cores); None: its share of the machine
+    # CPU nodes: the CPU slots of every CPU node declared on this node's host (itself included),
+    # which share the machine's cores; None: its own slots only.
+    machine_slots: int | None = None
 
     @property
     def devices(self) -> list[str]:
         return [f"{self.device_kind}:{i}" for i in range(self.device_count)]
 
     def cpu_threads(self, slots: int = 1) -> int:
-        """The threads a grant of `slots` of this node's CPU slots computes with: the slots share
-        the machine's cores evenly, so work side by side on one node does not fight for them."""
-        return max(1, (os.cpu_count() or 1) * slots // max(1, self.device_count))
+        """The threads a grant of `slots` of this node's CPU slots computes with: every CPU slot of
+        the machine gets an even share of its cores (`cores`, if the config says, is this node's
+        alone), so work side by side on one node, or on nodes sharing one machine, does not fight
+        for them."""
+        if self.cores is not None:
+            return max(1, self.cores * slots // max(1, self.device_count))
+        return max(1, (os.cpu_count() or 1) * slots // max(1, self.machine_slots or self.device_count))
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,10 @@ class DeploymentConfig:
     snapshot_import_roots: tuple[Path, ...] = ()
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
+    # A node whose worker heartbeat has been gone this long is dead: its runs and evaluations go
+    # back to the queue at once; a node without an endpoint manager lease this long has its
+    # endpoints moved (services/scheduler/dead_nodes.py, lost_endpoints.py).
+    node_dead_after_s: float = DEFAULT_NODE_DEAD_AFTER_S
     # A trainer worker retries each Redis command over an outage this long, then gives up
     # (shared/redis_retry.py); a run is never failed because its store blinked.
     redis_retry_s: float = DEFAULT_REDIS_RETRY_S
@@ -198,13 +221,20 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
                 _fail(f"{where}.devices.kind", "must be cpu or cuda")
             if not isinstance(count, int) or count < 1:
                 _fail(f"{where}.devices.count", "must be a whole number of at least 1")
-            nodes.append(Node(name, kind, count, devices.get("memoryGiB")))
+            cores = devices.get("cores")
+            if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+                _fail(f"{where}.devices.cores", "must be a whole number of at least 1")
+            host = node.get("host")
+            if host is not None and (not isinstance(host, str) or not host.strip() or "/" in host):
+                _fail(f"{where}.host", "must be a host name or IP address")
+            nodes.append(Node(name, kind, count, devices.get("memoryGiB"), host=host, cores=cores))
         if not nodes:
             _fail(f"pools.{pool_name}.nodes", "must list at least one node")
         quotas = {str(k): int(v) for k, v in ((spec or {}).get("quotas") or {}).items()}
         for workload in quotas:
             _require_workload_name(f"pools.{pool_name}.quotas", workload)
         pools[pool_name] = Pool(pool_name, tuple(nodes), quotas)
+    pools = _sharing_machines(pools)
     default_pool = raw.get("defaultPool") or next(iter(pools))
     if default_pool not in pools:
         _fail("defaultPool", f"names pool {default_pool}, which is not declared")
@@ -237,6 +267,9 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         max_snapshot_files=_limit(raw, "maxSnapshotFiles", DEFAULT_MAX_SNAPSHOT_FILES),
         snapshot_import_roots=_import_roots(raw),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
+        node_dead_after_s=_seconds(env.get("TRAINING_NODE_DEAD_AFTER_S",
+                                           (raw.get("scheduling") or {}).get("nodeDeadAfterS")),
+                                   "scheduling.nodeDeadAfterS", DEFAULT_NODE_DEAD_AFTER_S),
         redis_retry_s=_seconds(env.get("TRAINING_REDIS_RETRY_S", (raw.get("worker") or {}).get("redisRetryS")),
                                "worker.redisRetryS", DEFAULT_REDIS_RETRY_S),
         worker_stop_grace_s=_seconds(env.get("TRAINING_WORKER_STOP_GRACE_S",
@@ -317,6 +350,19 @@ def _reward_functions(raw: dict[str, Any]) -> dict[str, str]:
         if not isinstance(reference, str) or not module or not function:
             _fail(f"rewardFunctions.{name}", 'must be "package.module:function"')
     return {str(k): v for k, v in registered.items()}
+
+
+def _sharing_machines(pools: dict[str, Pool]) -> dict[str, Pool]:
+    """Each CPU node told how many CPU slots its machine holds: the slots of every CPU node
+    declared on the same host (nodes without a host are all this machine's)."""
+    slots: dict[str | None, int] = {}
+    for pool in pools.values():
+        for node in pool.nodes:
+            if node.device_kind == "cpu":
+                slots[node.host] = slots.get(node.host, 0) + node.device_count
+    return {name: replace(pool, nodes=tuple(
+        replace(node, machine_slots=slots[node.host]) if node.device_kind == "cpu" else node for node in pool.nodes))
+        for name, pool in pools.items()}
 
 
 def _worker_lost_after_s(raw: dict[str, Any], env: dict[str, str]) -> float:

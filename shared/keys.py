@@ -68,6 +68,16 @@ class Keys:
         devices of nodes whose worker is alive."""
         return f"{self.prefix}node:{node}:alive"
 
+    def node_ready(self, node: str) -> str:
+        """Set (with the heartbeat's TTL) by the node's worker once it takes tasks (its training
+        stack imported, Celery consuming): among nodes that fit, the scheduler prefers these."""
+        return f"{self.prefix}node:{node}:ready"
+
+    def workers_missing(self) -> str:
+        """Hash node -> epoch seconds: since when the scheduler has seen no worker heartbeat for a
+        node that holds dispatched runs or evaluations (services/scheduler/dead_nodes.py)."""
+        return f"{self.prefix}workers:missing-since"
+
     def lease(self, resource_id: str) -> str:
         return f"{self.prefix}lease:{resource_id}"
 

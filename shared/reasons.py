@@ -240,7 +240,10 @@ def waiting_text(scheduling: dict | None) -> str:
     if scheduling.get("reason") == "quota" and quota:
         parts.append(quota_wait(workload=quota["workload"], held_gpus=quota["held"],
                                 quota_gpus=quota["gpus"], pool=quota["pool"]))
-    if scheduling.get("reason") == "no_live_worker":
+    down = list((scheduling.get("waitingOn") or {}).get("notAnswering") or [])
+    parts += [node_not_answering_wait(d["node"], free_gpus=d.get("freeGpus") or 0, service=d.get("service") or "worker")
+              for d in down]
+    if scheduling.get("reason") == "no_live_worker" and not down:
         parts.append(NO_LIVE_WORKER)
     on = waiting_on(scheduling.get("waitingOn"))
     return "; ".join(p for p in (*parts, on) if p)
@@ -1012,3 +1015,78 @@ def adapter_config_refused(file: str, problem: str) -> str:
 def snapshot_member_refused(member: str, problem: str) -> str:
     """tarfile's `data` filter refused a member; said without the server's paths."""
     return f"{member} {problem}"
+
+
+# --- Several nodes (issue 27): a node whose service stopped answering, and what its work does
+# (services/scheduler/dead_nodes.py, lost.py, lost_endpoints.py; shared/claims/nodes.py).
+# `service` is how a node's service is named to users: "worker" or "endpoint manager".
+
+def node_not_answering(node: str, *, kind: str, after_s: float) -> str:
+    """Warn event of a dispatched run or evaluation, the first time the scheduler sees its node's
+    worker heartbeat gone (it waits `after_s` more before moving it)."""
+    return (f"node {node} stopped answering (its worker's heartbeat is gone); the {kind} goes back to the "
+            f"queue unless it answers within {after_s:g}s")
+
+
+def node_dead_requeued(node: str) -> str:
+    """Warn event of a run or evaluation given back because its node stopped answering."""
+    return f"node {node} stopped answering; re-queued keeping its place"
+
+
+def node_dead_cancelled(node: str) -> str:
+    """Detail of a cancel-requested run whose node stopped answering before it stopped the run."""
+    return f"cancelled by the user; its node {node} stopped answering before it stopped"
+
+
+def endpoint_moved_off(node: str) -> str:
+    """Warn event of a READY or STARTING endpoint moved off a node whose endpoint manager is gone
+    (services/scheduler/lost_endpoints.py): it queues again for a node that has one."""
+    return (f"no endpoint manager runs on node {node}; back in the queue keeping its place, to start on a node "
+            "that has one")
+
+
+def node_not_answering_wait(node: str, *, free_gpus: int, service: str) -> str:
+    """What a waiting claim says of a node big enough for it whose service does not answer
+    (`waitingOn.notAnswering`, shared/claims/waiting.py): nothing is granted there."""
+    if free_gpus:
+        return f"node {node} has {free_gpus} free GPU{'' if free_gpus == 1 else 's'} but its {service} is not answering"
+    return f"node {node}'s {service} is not answering"
+
+
+def node_service_state(*, alive: bool, ready: bool = True) -> str:
+    """How `training pools get` and `training info` show one service of a node."""
+    if not alive:
+        return "not answering"
+    return "alive" if ready else "alive, still starting"
+
+
+# `training stop SERVICE` / `training start SERVICE` (training_cli/local_stack.py, supervisor.py)
+
+def service_stopping_on_request(name: str, pid: int) -> str:
+    """Supervisor log line: `training stop` asked for this service."""
+    return f"stopping {name} (pid {pid}): training stop asked for it"
+
+
+def service_held(name: str) -> str:
+    """Supervisor log line: a service `training stop` stopped, left stopped."""
+    return f"{name} stopped; it stays stopped until: training start {name}"
+
+
+def no_such_service(name: str, services: list[str]) -> str:
+    return f"the local stack has no service {name}; its services: {', '.join(services)}"
+
+
+def service_stopped_by_request(name: str, pid: int | None) -> str:
+    """What `training stop NAME` prints (`pid` None: it was not running)."""
+    return (f"stopped {name}" + (f" (pid {pid})" if pid else "")
+            + f"; the supervisor leaves it stopped until: training start {name}")
+
+
+def service_started_by_request(name: str, pid: int) -> str:
+    """What `training start NAME` prints."""
+    return f"started {name} (pid {pid})"
+
+
+def service_already(name: str, state: str) -> str:
+    """What `training stop` / `training start` prints for a service already in that state."""
+    return f"{name} is already {state}"

@@ -93,9 +93,13 @@ class EndpointPhase(StrEnum):
 
 _ENDPOINT_EDGES: dict[EndpointPhase, frozenset[EndpointPhase]] = {
     EndpointPhase.QUEUED: frozenset({EndpointPhase.STARTING, EndpointPhase.TERMINATED, EndpointPhase.FAILED}),
-    EndpointPhase.STARTING: frozenset({EndpointPhase.READY, EndpointPhase.TERMINATED, EndpointPhase.FAILED}),
+    # STARTING/READY -> QUEUED: its node's endpoint manager is gone and another node has one: it gives
+    # its GPUs back and queues again, keeping its place, to start there (services/scheduler/lost_endpoints.py).
+    EndpointPhase.STARTING: frozenset({EndpointPhase.READY, EndpointPhase.QUEUED, EndpointPhase.TERMINATED,
+                                       EndpointPhase.FAILED}),
     # READY -> STARTING: its serving process was lost; it keeps its GPUs and is started again.
-    EndpointPhase.READY: frozenset({EndpointPhase.STARTING, EndpointPhase.TERMINATED, EndpointPhase.FAILED}),
+    EndpointPhase.READY: frozenset({EndpointPhase.STARTING, EndpointPhase.QUEUED, EndpointPhase.TERMINATED,
+                                    EndpointPhase.FAILED}),
     EndpointPhase.TERMINATED: frozenset(),
     EndpointPhase.FAILED: frozenset(),
 }

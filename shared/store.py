@@ -69,11 +69,13 @@ class Store:
         ids = list(ids)
         return self._docs(ids) if ids else []
 
-    def update(self, resource_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
+    def update(self, resource_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None],
+               also: Callable[[Any, dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Apply `change` to the stored document atomically (retrying on a concurrent write).
 
         `change` gets a copy and returns the new document, or None to leave it as it is. It may
-        raise to refuse the change; nothing is written then.
+        raise to refuse the change; nothing is written then. `also(pipe, new)` queues more
+        commands in the same transaction: they are written with the change, or not at all.
         """
         key = self.keys.resource(resource_id)
         with self.redis.pipeline() as pipe:
@@ -92,6 +94,8 @@ class Store:
                     new["updatedAt"] = now_iso()
                     pipe.multi()
                     pipe.set(key, json.dumps(new))
+                    if also is not None:
+                        also(pipe, new)
                     pipe.execute()
                     return new
                 except redis.WatchError:

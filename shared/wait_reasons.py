@@ -26,8 +26,10 @@ FITS_NOW = "fits_now"
 # queued; submission refuses such claims). It is passed over and never blocks the pool.
 EXCEEDS_POOL = "exceeds_pool"
 
-# No worker is running on the nodes of its pool that could hold it (a node's worker renews
-# `node:NAME:alive` every few seconds); the scheduler grants nothing on a node without one.
+# Every node of its pool big enough to hold it lacks the service that would carry it out: a live
+# worker for a run or evaluation (`node:NAME:alive`), a live endpoint manager for an endpoint
+# (`node:NAME:endpoint-manager`); the scheduler grants nothing there. It is passed over and never
+# blocks the pool. (The token keeps its first name, from when only workers counted.)
 NO_LIVE_WORKER = "no_live_worker"
 
 ALL = (WAITING_FOR_GPUS, QUEUED_BEHIND, QUOTA, FITS_NOW, EXCEEDS_POOL, NO_LIVE_WORKER)

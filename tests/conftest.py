@@ -84,12 +84,17 @@ def keys(key_prefix):
     return Keys(key_prefix)
 
 
-def mark_nodes_alive(client: redis.Redis, keys: Keys, config) -> None:
-    """What each node's worker does while it runs (services/trainer_worker/heartbeat.py), for
-    tests that grant without starting workers: the heartbeat keys, without a TTL."""
+def mark_nodes_alive(client: redis.Redis, keys: Keys, config, *, managers: bool = True) -> None:
+    """What each node's services do while they run, for tests that grant without starting them:
+    the worker's heartbeat and ready keys (services/trainer_worker/heartbeat.py) and, with
+    `managers`, the endpoint manager's lease (services/endpoint_manager/manager.py), without a TTL.
+    Tests that run a real endpoint manager leave its lease to it (`managers=False`)."""
     for pool in config.pools.values():
         for node in pool.nodes:
             client.set(keys.node_alive(node.name), "test")
+            client.set(keys.node_ready(node.name), "test")
+            if managers:
+                client.set(keys.endpoint_manager(node.name), "test")
 
 
 def place_snapshot_files(artifact_root, path: str = "x") -> None:

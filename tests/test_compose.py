@@ -85,3 +85,20 @@ def test_no_secret_has_a_default_and_nothing_is_open_without_one():
     for name, spec in services().items():
         url = (spec.get("environment") or {}).get("TRAINING_REDIS_URL")
         assert name == "redis" or url is None or "${TRAINING_REDIS_PASSWORD:?" in url, name
+
+
+def test_every_node_of_the_compose_config_has_its_worker_and_endpoint_manager():
+    """Issue 27, item 6: compose runs two nodes, each with both its services; each manager advertises
+    the address of its own service (the API reaches its serving processes there)."""
+    config = yaml.safe_load((REPO / "deploy/deployment.yaml").read_text())
+    nodes = [n["name"] for pool in config["pools"].values() for n in pool["nodes"]]
+    assert len(nodes) >= 2
+    workers, managers = {}, {}
+    for name, spec in services().items():
+        command = spec.get("command") or []
+        if command[:3] == ["python", "-m", "services.trainer_worker.worker"]:
+            workers[command[command.index("--node") + 1]] = name
+        if command[:3] == ["python", "-m", "services.endpoint_manager.main"]:
+            managers[command[command.index("--node") + 1]] = name
+            assert command[command.index("--advertise-host") + 1] == name
+    assert sorted(workers) == sorted(managers) == sorted(nodes)

@@ -101,6 +101,7 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
         raise CliError(f"part of an earlier local stack still runs but does not answer: {names}. Run: training down")
     state.forget_dead()
     state.prepare()
+    state.release_all()  # a new stack starts every service, whatever an earlier one held stopped
     if port_in_use("127.0.0.1", port):
         raise CliError(f"port {port} is taken by another program; pick another with: training up --port N")
     try:
@@ -279,6 +280,63 @@ def down(*, out: Console) -> list[ServiceRecord]:
     else:
         out.print("no local stack is running")
     return alive
+
+
+# `training stop` waits this long for the supervisor to stop a service (its SIGTERM grace and more);
+# `training start` for it to start one.
+SERVICE_STOP_WAIT_S = supervision.STOP_GRACE_S + 5
+SERVICE_START_WAIT_S = 10.0
+
+
+def _stack_services(state: StackState, name: str) -> ServiceRecord | None:
+    """The record of service `name` of the running local stack; CliError when no stack runs or it
+    has no such service."""
+    watcher = next((r for r in state.records() if r.name == SUPERVISOR), None)
+    if watcher is None or not watcher.alive():
+        raise CliError("no local stack is running; start it with: training up")
+    names = [service.name for service in supervision.load(state)]
+    if name not in names:
+        raise CliError(reasons.no_such_service(name, names))
+    return next((r for r in state.records() if r.name == name), None)
+
+
+def stop_service(name: str, *, out: Console) -> None:
+    """`training stop NAME`: the supervisor stops one service of the local stack and leaves it
+    stopped (training_cli/supervisor.py); returns once it has stopped."""
+    state = StackState()
+    record = _stack_services(state, name)
+    if name in state.held() and (record is None or not record.alive()):
+        out.print(reasons.service_already(name, "stopped"))
+        return
+    state.hold(name)
+    deadline = time.monotonic() + SERVICE_STOP_WAIT_S
+    while time.monotonic() < deadline:
+        record = next((r for r in state.records() if r.name == name), None)
+        if record is None or (record.held and not record.alive()):
+            out.print(reasons.service_stopped_by_request(name, record.pid if record else None))
+            return
+        time.sleep(0.1)
+    raise CliError(f"{name} did not stop within {SERVICE_STOP_WAIT_S:g}s; see {state.log_path(SUPERVISOR)}")
+
+
+def start_service(name: str, *, out: Console) -> None:
+    """`training start NAME`: the supervisor starts again a service `training stop` held stopped;
+    returns once it runs."""
+    state = StackState()
+    record = _stack_services(state, name)
+    if name not in state.held():
+        out.print(reasons.service_already(name, "running" if record and record.alive() else "starting"))
+        return
+    before = record.pid if record else None
+    state.release(name)
+    deadline = time.monotonic() + SERVICE_START_WAIT_S
+    while time.monotonic() < deadline:
+        record = next((r for r in state.records() if r.name == name), None)
+        if record is not None and record.pid != before and record.alive():
+            out.print(reasons.service_started_by_request(name, record.pid))
+            return
+        time.sleep(0.1)
+    raise CliError(f"{name} did not start within {SERVICE_START_WAIT_S:g}s; see {state.log_path(name)}")
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

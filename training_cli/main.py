@@ -43,6 +43,8 @@ cli.add_command(config.group)
 cli.add_command(stack.up)
 cli.add_command(stack.down)
 cli.add_command(stack.status)
+cli.add_command(stack.stop_service)
+cli.add_command(stack.start_service)
 cli.add_command(stack.quickstart)
 
 

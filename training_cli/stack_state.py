@@ -29,6 +29,7 @@ class ServiceRecord:
     started_at: float
     restarts: int = 0  # how often the supervisor started it again
     last_exit: int | None = None  # the return code it last ended with (negative: killed by that signal)
+    held: bool = False  # stopped by `training stop NAME`: the supervisor leaves it stopped
 
     def alive(self) -> bool:
         return process_alive(self.pid, self.command)
@@ -65,6 +66,7 @@ class StackState:
         self.pids = self.root / "pids"
         self.logs = self.root / "logs"
         self.redis_dir = self.root / "redis"
+        self.holds = self.root / "held"  # one empty file per service `training stop` holds stopped
 
     def prepare(self) -> None:
         """The state folders, 0700; what an older version left in them (logs, Redis's AOF) tightened
@@ -78,6 +80,23 @@ class StackState:
         return self.logs / f"{name}.log"
 
     # -- pid records --------------------------------------------------------------------------
+    # -- services held stopped (`training stop NAME` / `training start NAME`) ---------------------
+    def hold(self, name: str) -> None:
+        """Ask the supervisor to stop `name` and leave it stopped."""
+        private_dirs(self.holds)
+        _write_private(self.holds / name, "")
+
+    def release(self, name: str) -> None:
+        """Ask the supervisor to start `name` again."""
+        (self.holds / name).unlink(missing_ok=True)
+
+    def held(self) -> set[str]:
+        return {p.name for p in self.holds.iterdir()} if self.holds.exists() else set()
+
+    def release_all(self) -> None:
+        for name in self.held():
+            self.release(name)
+
     def record(self, name: str, pid: int, command: list[str], *, restarts: int = 0,
                last_exit: int | None = None) -> ServiceRecord:
         rec = ServiceRecord(name, pid, command, time.time(), restarts, last_exit)
@@ -95,7 +114,7 @@ class StackState:
         temporary = self.pids / f".{rec.name}.json.tmp"  # readers never see half a record
         temporary.write_text(json.dumps({"name": rec.name, "pid": rec.pid, "command": rec.command,
                                          "startedAt": rec.started_at, "restarts": rec.restarts,
-                                         "lastExit": rec.last_exit}))
+                                         "lastExit": rec.last_exit, "held": rec.held}))
         temporary.replace(self.pids / f"{rec.name}.json")
 
     def records(self) -> list[ServiceRecord]:
@@ -104,7 +123,7 @@ class StackState:
             try:
                 raw = json.loads(path.read_text())
                 found.append(ServiceRecord(raw["name"], int(raw["pid"]), list(raw["command"]), raw["startedAt"],
-                                           int(raw.get("restarts", 0)), raw.get("lastExit")))
+                                           int(raw.get("restarts", 0)), raw.get("lastExit"), bool(raw.get("held"))))
             except (OSError, ValueError, KeyError):
                 path.unlink(missing_ok=True)  # unreadable: nothing we can safely stop
         return sorted(found, key=lambda r: stop_rank(r.name))

@@ -14,6 +14,11 @@ last ended, which `training status` shows.
 SIGTERM or SIGINT (`training down` sends SIGTERM) stops every service (SIGTERM to its process group,
 SIGKILL after `STOP_GRACE_S`), Redis last so the others' last writes land, and then the supervisor.
 
+`training stop NAME` holds one service stopped (a file `held/NAME` in STACK_DIR, looked at every
+poll): the supervisor stops it as it stops every service (SIGTERM to its group, SIGKILL after
+`STOP_GRACE_S`) and does not start it again until `training start NAME` removes the file; then it
+starts it at once. A held service's record says so (`held`), and its stop is no restart.
+
 It restarts what dies, not what hangs: a service that stays alive without doing its work is left to
 the checks of its own (the endpoint manager's probes, the node heartbeat). Serving processes are
 not its children: they run in sessions of their own under the endpoint manager, which adopts them
@@ -66,6 +71,8 @@ class Service:
     last_exit: int | None = None
     delay_s: float = FIRST_DELAY_S
     start_at: float = 0.0  # monotonic: when it may be started (again)
+    stopping_since: float = 0.0  # monotonic: when `training stop` had it sent SIGTERM (0: not stopping)
+    held: bool = False  # stopped by `training stop`, recorded so
 
 
 def write_plan(state: StackState, services: dict[str, list[str]], *,
@@ -153,13 +160,44 @@ class Supervisor:
         self.stop_all()
 
     def watch_once(self) -> None:
+        held = self.state.held()
         for service in self.services:
+            if service.name in held or service.stopping_since:
+                self.hold(service, held=service.name in held)
+                continue
             if service.process is not None:
                 code = service.process.poll()
                 if code is not None:
                     self.ended(service, code)
             if service.process is None and time.monotonic() >= service.start_at:
                 self.start(service)
+
+    def hold(self, service: Service, *, held: bool) -> None:
+        """`training stop`: stop the service (SIGTERM to its group, SIGKILL after STOP_GRACE_S)
+        without holding up the watch of the others, and leave it stopped while it is `held`;
+        `training start` (no longer held): start it at once."""
+        now = time.monotonic()
+        if service.process is not None:
+            code = service.process.poll()
+            if code is None:
+                if not service.stopping_since:
+                    _kill_group(service.process.pid, signal.SIGTERM)
+                    service.stopping_since = now
+                    self.log(reasons.service_stopping_on_request(service.name, service.process.pid))
+                elif now - service.stopping_since >= STOP_GRACE_S:
+                    self.log(reasons.service_did_not_stop(service.name, service.process.pid, STOP_GRACE_S))
+                    _kill_group(service.process.pid, signal.SIGKILL)
+                return
+            _kill_group(service.process.pid, signal.SIGKILL)  # what it left behind in its process group
+            service.process, service.last_exit = None, code
+            self.log(reasons.service_held(service.name))
+        service.stopping_since = 0.0
+        if held and not service.held:
+            service.held = True
+            self.state.update_record(service.name, held=True, last_exit=service.last_exit)
+        elif not held:
+            service.held = False
+            service.start_at, service.delay_s = now, FIRST_DELAY_S
 
     def _wait_for_redis(self, stop: threading.Event) -> None:
         url = (self.env or os.environ).get("TRAINING_REDIS_URL", "")

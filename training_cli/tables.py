@@ -23,9 +23,19 @@ def info(data: dict[str, Any]) -> list[Any]:
     for pool in data.get("pools") or []:
         for node in pool.get("nodes") or []:
             rows.append(
-                [pool.get("name"), node.get("name"), node.get("deviceKind"), node.get("gpus"), node.get("freeGpus")]
+                [pool.get("name"), node.get("name"), node.get("deviceKind"), node.get("gpus"), node.get("freeGpus"),
+                 *_services(node)]
             )
-    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free"], rows, title="Pools")]
+    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free", "Worker", "Endpoint manager"], rows,
+                             title="Pools")]
+
+
+def _services(node: dict[str, Any]) -> list[str]:
+    """A node's worker and endpoint manager as `training info` and `pools get` show them."""
+    if node.get("workerAlive") is None:  # an API from before it said
+        return ["-", "-"]
+    return [reasons.node_service_state(alive=bool(node.get("workerAlive")), ready=node.get("workerReady", True)),
+            reasons.node_service_state(alive=bool(node.get("endpointManagerAlive")))]
 
 
 def base_models(page: Any) -> Any:
@@ -327,9 +337,8 @@ def pool(p: dict[str, Any]) -> list[Any]:
                          ("Held", p.get("heldGpus")), ("Waiting", p.get("waiting")),
                          ("Quotas (held/quota)", _quotas(p.get("quotas")))])
     nodes = list_table(
-        ["Node", "Devices", "GPUs", "Free", "Free devices", "Worker"],
-        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices"),
-          {True: "alive", False: "none (nothing is granted here)"}.get(n.get("workerAlive"))]
+        ["Node", "Devices", "GPUs", "Free", "Free devices", "Worker", "Endpoint manager"],
+        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices"), *_services(n)]
          for n in p.get("nodes") or []], title="Nodes")
     holders = list_table(
         ["Kind", "ID", "GPUs", "Node", "Devices", "Workload", "Model", "Idle"],

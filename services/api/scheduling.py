@@ -9,7 +9,7 @@ from typing import Any
 from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons, wait_reasons
-from shared.claims.nodes import live_device_counts
+from shared.claims.nodes import node_liveness, node_states
 from shared.claims.waiting import entry, explain_pool, queue_reasons
 from shared.errors import NotFound
 from shared.states import RunStatus
@@ -22,9 +22,10 @@ def pool_state(context: Context, pool_name: str) -> dict[str, Any]:
     claims = context.claims()
     held, waiting = claims.held(pool_name), claims.waiting(pool_name)
     endpoint_ids = [c["resource"] for c in held + waiting if c["kind"] == "endpoint"]
+    liveness = node_liveness(context.redis, context.keys, pool)
     return {
-        "pool": pool, "held": held, "waiting": waiting,
-        "nodes": live_device_counts(context.redis, context.keys, pool),  # as the scheduler sees them
+        "pool": pool, "held": held, "waiting": waiting, "liveness": liveness,
+        "nodes": node_states(pool, liveness),  # as the scheduler sees them
         "resources": {d["id"]: d for d in context.store.get_many(endpoint_ids)},
     }
 
@@ -50,22 +51,13 @@ def with_waits(context: Context, runs: list[dict[str, Any]], who: Principal) -> 
             wait = waits.get(run["scheduling"]["claim"]) or {
                 # granted, not yet started: the scheduler's dispatch is under way
                 "position": None, "reason": wait_reasons.FITS_NOW, "quota": None,
-                "waitingOn": {"heldBy": [], "queuedAhead": []},
+                "waitingOn": {"heldBy": [], "queuedAhead": [], "notAnswering": []},
             }
-            wait = _no_live_worker(wait, run["gpus"], state)
             run["scheduling"] = {**run["scheduling"], **wait, "waitingText": reasons.waiting_text(wait)}
     return runs
 
 
-def _no_live_worker(wait: dict[str, Any], gpus: int, state: dict[str, Any]) -> dict[str, Any]:
-    """A claim that only a node without a live worker could hold waits for a worker, not for GPUs."""
-    live_fit = any(count >= gpus for count in state["nodes"].values())
-    if not live_fit and gpus <= state["pool"].largest_node_gpus:
-        return {**wait, "reason": wait_reasons.NO_LIVE_WORKER}
-    return wait
-
-
-def _node_views(pool: Any, held: list[dict[str, Any]], live: dict[str, int]) -> list[dict[str, Any]]:
+def _node_views(pool: Any, held: list[dict[str, Any]], liveness: dict[str, Any]) -> list[dict[str, Any]]:
     busy: dict[str, set[str]] = {n.name: set() for n in pool.nodes}
     for claim in held:
         busy.setdefault(claim.get("node") or "", set()).update(claim.get("devices") or [])
@@ -73,7 +65,8 @@ def _node_views(pool: Any, held: list[dict[str, Any]], live: dict[str, int]) -> 
         {"name": n.name, "deviceKind": n.device_kind, "gpus": n.device_count,
          "heldGpus": len(busy[n.name] & set(n.devices)), "freeGpus": len(set(n.devices) - busy[n.name]),
          "devices": n.devices, "freeDevices": [d for d in n.devices if d not in busy[n.name]],
-         "workerAlive": n.name in live}
+         "workerAlive": liveness[n.name].worker, "workerReady": liveness[n.name].worker_ready,
+         "endpointManagerAlive": liveness[n.name].endpoint_manager}
         for n in pool.nodes
     ]
 
@@ -86,7 +79,7 @@ def pool_view(context: Context, pool_name: str, who: Principal, *, detail: bool 
                        details={"pool": pool_name, "pools": list(context.config.pools)})
     state = pool_state(context, pool_name)
     pool, held, waiting = state["pool"], state["held"], state["waiting"]
-    nodes = _node_views(pool, held, state["nodes"])
+    nodes = _node_views(pool, held, state["liveness"])
     used: dict[str, int] = {}
     for claim in held:
         used[claim["workload"]] = used.get(claim["workload"], 0) + claim["gpus"]
@@ -107,8 +100,7 @@ def pool_view(context: Context, pool_name: str, who: Principal, *, detail: bool 
     view["holders"] = [{**described(c), "node": c.get("node"), "devices": c.get("devices") or []} for c in held]
     ranked = queue_reasons(pool=pool_name, nodes=state["nodes"], held=held, waiting=waiting, quotas=pool.quotas)
     view["queue"] = [
-        {"position": position, **described(claim), "quota": quota,
-         "reason": _no_live_worker({"reason": reason}, claim["gpus"], state)["reason"]}
+        {"position": position, **described(claim), "quota": quota, "reason": reason}
         for claim, (position, reason, quota) in zip(waiting, ranked)
     ]
     return view

@@ -74,9 +74,19 @@ class WaitEntrySchema(Schema):
     idleSeconds = fields.Integer(allow_none=True, metadata={"description": "endpoints holding GPUs: seconds since their last request (else since ready, else since granted)"})
 
 
+class NotAnsweringSchema(Schema):
+    node = fields.String()
+    freeGpus = fields.Integer(metadata={"description": "devices of the node nothing holds"})
+    service = fields.String(metadata={"description": "the service that would start it there and does not answer: "
+                                                     "worker (runs, evaluations) or endpoint manager (endpoints)"})
+
+
 class WaitingOnSchema(Schema):
     heldBy = fields.List(fields.Nested(WaitEntrySchema), metadata={"description": "the claims holding GPUs of the pool"})
     queuedAhead = fields.List(fields.Nested(WaitEntrySchema), metadata={"description": "the waiting claims ahead of it, in order"})
+    notAnswering = fields.List(fields.Nested(NotAnsweringSchema), metadata={
+        "description": "reasons waiting_for_gpus and no_live_worker: the nodes big enough for it whose service for its "
+                       "kind does not answer (nothing is granted there)"})
 
 
 class QuotaWaitSchema(Schema):
@@ -95,7 +105,8 @@ class SchedulingSchema(Schema):
     position = fields.Integer(allow_none=True, metadata={"description": "1-based place in the pool queue while QUEUED (derived at read time)"})
     reason = fields.String(allow_none=True, metadata={
         "description": "while QUEUED: waiting_for_gpus, queued_behind, quota, fits_now, exceeds_pool or "
-                       "no_live_worker (shared/wait_reasons.py)"})
+                       "no_live_worker (no node big enough has the service that would start it alive; "
+                       "shared/wait_reasons.py)"})
     quota = fields.Nested(QuotaWaitSchema, allow_none=True, metadata={"description": "the quota it waits on (reason quota)"})
     waitingOn = fields.Nested(WaitingOnSchema, metadata={"description": "while QUEUED: what holds the pool and what is queued ahead"})
     waitingText = fields.String(metadata={"description": "the same as one line (SPEC 5)"})
@@ -279,6 +290,12 @@ class NodeSchema(Schema):
     deviceKind = fields.String()
     gpus = fields.Integer()
     freeGpus = fields.Integer()
+    workerAlive = fields.Boolean(metadata={
+        "description": "its trainer worker's heartbeat is fresh (no run or evaluation is granted on a node without one)"})
+    workerReady = fields.Boolean(metadata={
+        "description": "its trainer worker takes tasks (training stack imported): preferred among nodes that fit"})
+    endpointManagerAlive = fields.Boolean(metadata={
+        "description": "an endpoint manager holds the node's lease (no endpoint is granted on a node without one)"})
 
 
 class PoolSummarySchema(Schema):
@@ -305,8 +322,6 @@ class PoolNodeSchema(NodeSchema):
     heldGpus = fields.Integer()
     devices = fields.List(fields.String())
     freeDevices = fields.List(fields.String())
-    workerAlive = fields.Boolean(metadata={
-        "description": "its trainer worker's heartbeat is fresh (nothing is granted on a node without one)"})
 
 
 class PoolQuotaSchema(Schema):
@@ -514,6 +529,10 @@ INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
                                "(services/scheduler/lost_endpoints.py)",
         "processLost": "the serving process a proxied request found gone (shared/lifecycle/endpoints.process_gone), "
                        "for its endpoint manager; its events say so",
+        "requeuedAt": "when the scheduler moved it off a node without an endpoint manager (the fact its QUEUED "
+                      "phase is then derived from, shared/lifecycle/endpoints.py); its events say so",
+        "leftBehind": "serving processes it left on nodes without a manager when it moved, for their next manager "
+                      "to stop (pid and start time: nothing a client can use)",
     },
     EndpointProcessSchema: {
         "startTicks": "the process's start time in clock ticks, to tell it from a later process with its pid",

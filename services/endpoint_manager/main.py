@@ -47,11 +47,13 @@ def serve(*, manager: EndpointManager, stop: threading.Event, log: Any, every_s:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="the trainer's endpoint manager for one node")
     parser.add_argument("--node", default=os.environ.get("TRAINING_NODE"), required="TRAINING_NODE" not in os.environ)
-    parser.add_argument("--bind-host", default=os.environ.get("TRAINING_ENDPOINT_BIND_HOST", "127.0.0.1"),
-                        help="interface serving processes listen on (env TRAINING_ENDPOINT_BIND_HOST; 127.0.0.1)")
+    parser.add_argument("--bind-host", default=os.environ.get("TRAINING_ENDPOINT_BIND_HOST"),
+                        help="interface serving processes listen on (env TRAINING_ENDPOINT_BIND_HOST; default: the "
+                             "node's host in the deployment config, else 127.0.0.1)")
     parser.add_argument("--advertise-host", default=os.environ.get("TRAINING_ENDPOINT_HOST"),
-                        help="host in the address of this node's endpoints, as the API reaches them "
-                             "(env TRAINING_ENDPOINT_HOST; default: the bind host)")
+                        help="host in the address of this node's endpoints, as the API and other nodes reach them "
+                             "(env TRAINING_ENDPOINT_HOST; default: the node's host in the deployment config, else "
+                             "the bind host)")
     parser.add_argument("--every", type=float, default=PASS_EVERY_S, help="seconds between passes")
     parser.add_argument("--lease-s", type=float,
                         default=os.environ.get("TRAINING_ENDPOINT_MANAGER_LEASE_S", str(MANAGER_LEASE_MS / 1000)),

@@ -82,15 +82,19 @@ def judges_evaluation(evaluation: dict[str, Any], endpoint: dict[str, Any]) -> b
 
 class EndpointManager:
     def __init__(self, *, config: DeploymentConfig, client: redis.Redis, node: str, log: Any = None,
-                 bind_host: str = "127.0.0.1", advertise_host: str | None = None, lease_ms: int = MANAGER_LEASE_MS):
+                 bind_host: str | None = None, advertise_host: str | None = None, lease_ms: int = MANAGER_LEASE_MS):
         self.pool = config.pool_of_node(node)
         self.node_config = config.node(node)
         if self.pool is None:
             raise ValueError(f"node {node} is not declared in the deployment config")
-        # Serving processes listen on `bind_host`; their address names `advertise_host` (how the
-        # API reaches this node), which defaults to the bind host.
+        # Serving processes listen on `bind_host`; their address names `advertise_host`: how the API
+        # and the other nodes (a grpo run's judge) reach this node. Both default to the node's
+        # `host` in the deployment config (issue 27), else to this machine's loopback.
+        host = self.node_config.host
+        bind_host = bind_host or host or "127.0.0.1"
         self.node, self.bind_host = node, bind_host
-        self.advertise_host = advertise_host or ("127.0.0.1" if bind_host in ("0.0.0.0", "::") else bind_host)
+        self.advertise_host = advertise_host or host or (
+            "127.0.0.1" if bind_host in ("0.0.0.0", "::") else bind_host)
         self.keys = Keys(config.key_prefix)
         self.store = Store(client, self.keys)
         self.queue = ClaimQueue(client, self.keys, config=config)
@@ -146,6 +150,10 @@ class EndpointManager:
         if claim and (doc.get("scheduling") or {}).get("claim") not in (None, claim["id"]):
             return "other-claim"
         if claim is None and not EndpointPhase(doc["phase"]).is_terminal:
+            if self._left_behind_here(doc):  # moved off this node while this manager was away (hung)
+                self._stop_left_behind(doc)
+                self._forget(endpoint_id)
+                return "reap"
             log.warning("live endpoint without a granted claim on this node; left alone", phase=doc["phase"])
             self._forget(endpoint_id)
             return "unclaimed"
@@ -287,7 +295,8 @@ class EndpointManager:
     def _reap_orphans(self) -> int:
         """Stop the serving processes of this node's endpoints that ended while no manager ran
         here (the scheduler fails an endpoint whose start timeout passes with no manager,
-        services/scheduler/lost_endpoints.py; its claim is released, so no pass would see it)."""
+        services/scheduler/lost_endpoints.py; its claim is released, so no pass would see it), and
+        those its endpoints left behind here when the scheduler moved them to another node."""
         ended, _ = self.store.list("ep", limit=1000, where=lambda d: (
             EndpointPhase(d["phase"]).is_terminal and (d.get("scheduling") or {}).get("node") == self.node
             and supervisor.is_recorded_process(d.get("process"))))
@@ -295,7 +304,25 @@ class EndpointManager:
             self.log.info("stopping the serving process of an endpoint that ended without a manager",
                           endpoint=doc["id"], phase=doc["phase"], pid=doc["process"]["pid"])
             self._stop_process(doc)
-        return len(ended)
+        moved, _ = self.store.list("ep", limit=1000, where=self._left_behind_here)
+        for doc in moved:
+            self._stop_left_behind(doc)
+        return len(ended) + len(moved)
+
+    def _left_behind_here(self, doc: dict[str, Any]) -> bool:
+        return any(entry.get("node") == self.node for entry in doc.get("leftBehind") or [])
+
+    def _stop_left_behind(self, doc: dict[str, Any]) -> None:
+        """Stop the serving processes `doc` left on this node when it moved (those still running),
+        then forget them."""
+        mine = [e for e in doc.get("leftBehind") or [] if e.get("node") == self.node]
+        for entry in mine:
+            if supervisor.is_recorded_process(entry):
+                self.log.info("stopping the serving process an endpoint left behind when it moved off this node",
+                              endpoint=doc["id"], pid=entry["pid"])
+                supervisor.stop(entry["pid"])
+        self.store.update(doc["id"], lambda d: {**d, "leftBehind": [
+            e for e in d.get("leftBehind") or [] if e.get("node") != self.node]})
 
     def _stop_process(self, doc: dict[str, Any]) -> None:
         process, child = doc.get("process") or {}, self.children.get(doc["id"])

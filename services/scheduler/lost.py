@@ -8,6 +8,14 @@ on the claim, so a task still waiting to be picked up is not declared lost too f
 back to QUEUED under a new claim with the old claim's `seq`, and its `attempts` grows by one. A run
 whose cancel was requested is CANCELLED instead.
 
+Sooner, when the run's **node** stopped answering (its worker's heartbeat `node:NODE:alive` gone,
+dead_nodes.py): the first pass that sees the heartbeat missing says so on the run (warn event `node
+NODE stopped answering ...`), and once it has been missing for `nodeDeadAfterS` the run goes back
+at once, whatever its lease says: a lease that names that node is deleted (only if still the one
+seen) and `give_back` takes a new fencing number, so the old holder, should it still run somewhere
+cut off, can write nothing more (the fence, not the lease, is what keeps it out). A lease held by a
+process of another node is left to the time rule above.
+
 What counts as orphaned and how it goes back is shared with a worker that restarts on its node
 (shared/claims/orphans.py; services/trainer_worker/reclaim.py, which finds its node's orphans at
 start-up without waiting for this grace period).
@@ -25,6 +33,7 @@ from typing import Any
 
 import structlog
 
+from services.scheduler.dead_nodes import lease_node, track_absences
 from shared import reasons
 from shared.claims.orphans import LEASED_KINDS, give_back, in_workers_hands
 from shared.claims.queue import ClaimQueue
@@ -35,6 +44,14 @@ from shared.times import epoch, iso
 # `leaseSeenAt` is written at most this often per claim, so a pass does not rewrite every claim.
 LEASE_SEEN_WRITE_S = 10.0
 
+# Delete a lease only if it is still the one seen.
+_DROP_LEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
 
 def requeue_lost(
     *, queue: ClaimQueue, store: Store, config: DeploymentConfig, now: float | None = None, log: Any = None
@@ -43,16 +60,18 @@ def requeue_lost(
     log = log or structlog.get_logger()
     now = time.time() if now is None else now
     lost = []
-    for pool in config.pools:
-        claims = [c for c in queue.held(pool) if c["kind"] in LEASED_KINDS and c.get("dispatchedAt")]
+    held = {pool: [c for c in queue.held(pool) if c["kind"] in LEASED_KINDS and c.get("dispatchedAt")]
+            for pool in config.pools}
+    absences = _worker_absences(store, [c for claims in held.values() for c in claims], now)
+    for claims in held.values():
         if not claims:
             continue
         pipe = store.redis.pipeline(transaction=False)
         for claim in claims:
-            pipe.exists(store.keys.lease(claim["resource"]))
+            pipe.get(store.keys.lease(claim["resource"]))
         pipe.mget([store.keys.resource(c["resource"]) for c in claims])
         *leases, raws = pipe.execute()
-        for claim, leased, raw in zip(claims, leases, raws):
+        for claim, token, raw in zip(claims, leases, raws):
             doc = json.loads(raw) if raw else None
             if doc is None:
                 continue  # the sweep releases claims of vanished runs
@@ -64,7 +83,18 @@ def requeue_lost(
                 continue
             if not in_workers_hands(claim, doc):
                 continue
-            if leased:
+            node = claim["node"]
+            if node in absences.new:
+                store.add_event(claim["resource"], reasons.node_not_answering(
+                    node, kind=claim["kind"], after_s=config.node_dead_after_s), level="warn")
+            if absences.dead(node, now=now, after_s=config.node_dead_after_s) and lease_node(token) in (None, node):
+                if token is not None:
+                    store.redis.eval(_DROP_LEASE, 1, store.keys.lease(claim["resource"]), token)
+                if give_back(queue, store, claim, requeued_event=reasons.node_dead_requeued(node),
+                             cancelled_detail=reasons.node_dead_cancelled(node), log=log):
+                    lost.append(claim)
+                continue
+            if token is not None:
                 if now - (epoch(claim.get("leaseSeenAt")) or 0.0) >= LEASE_SEEN_WRITE_S:
                     queue.touch_lease(claim["id"], iso(now))
                 continue
@@ -74,3 +104,13 @@ def requeue_lost(
                     cancelled_detail=reasons.worker_lost_cancelled(claim["node"]), log=log):
                 lost.append(claim)
     return lost
+
+
+def _worker_absences(store: Store, claims: list[dict[str, Any]], now: float):
+    """Since when each node holding `claims` has had no worker heartbeat (dead_nodes.py)."""
+    nodes = sorted({c["node"] for c in claims if c.get("node")})
+    pipe = store.redis.pipeline(transaction=False)
+    for node in nodes:
+        pipe.exists(store.keys.node_alive(node))
+    present = dict(zip(nodes, (bool(up) for up in pipe.execute())))
+    return track_absences(store.redis, store.keys.workers_missing(), present, now=now)

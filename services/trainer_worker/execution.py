@@ -19,7 +19,7 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
 from shared import logs, reasons
-from shared.artifacts import ArtifactRoot, dataset_key, join, run_key
+from shared.artifacts import ArtifactRoot, dataset_key, run_snapshots_key, run_work_key
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
@@ -287,7 +287,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         engine=run["engine"],
         model_dir=Path(model_dir),
         dataset_path=worker.artifacts.get_file(dataset_key(run["datasetDigest"])),
-        work_dir=worker.artifacts.scratch(run_key(run["id"])),
+        work_dir=worker.artifacts.scratch(run_work_key(run["id"], int(run.get("attempts") or 0))),
         devices=devices,
         restore=restore_for(worker, run, reporter),
         judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,
@@ -296,7 +296,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         validation_path=(worker.artifacts.get_file(dataset_key(run["validationDatasetDigest"]))
                          if run.get("validationDatasetDigest") else None),
         artifacts=worker.artifacts,
-        snapshot_prefix=join(run_key(run["id"]), "snapshots"),
+        snapshot_prefix=run_snapshots_key(run["id"], int(run.get("attempts") or 0)),  # each attempt its own keys
     )
     if job.restore is not None:
         reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")

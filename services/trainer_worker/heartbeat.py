@@ -1,5 +1,7 @@
 """The node's heartbeat: while its worker runs, `node:NAME:alive` exists (renewed every
-HEARTBEAT_EVERY_S, expiring after HEARTBEAT_TTL_S), so the scheduler grants its devices.
+HEARTBEAT_EVERY_S, expiring after HEARTBEAT_TTL_S), so the scheduler grants its devices. Once the
+worker takes tasks (`mark_ready`: its training stack imported, Celery consuming) the same beat also
+keeps `node:NAME:ready`, so the scheduler prefers this node over one still starting (issue 27).
 
 It is also how a worker knows it is its node's **only** worker, which is what lets it reclaim the
 work its node's previous worker left behind at once (reclaim.py). The key holds who beats it (host,
@@ -36,11 +38,15 @@ HEARTBEAT_EVERY_S = 3.0
 HEARTBEAT_TTL_S = 10
 TAKE_POLL_S = 0.25
 
-# Set only if free or already ours; answers 1 when it is ours now.
+# Set only if free or already ours; answers 1 when it is ours now. The ready key (KEYS[2]) is
+# kept with it while ARGV[3] is 1, by its holder only.
 _BEAT = """
 local held = redis.call('GET', KEYS[1])
 if held == false or held == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  if ARGV[3] == '1' then
+    redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
+  end
   return 1
 end
 return 0
@@ -123,6 +129,8 @@ class NodeHeartbeat:
         self.redis = client
         self.node = node
         self.key = keys.node_alive(node)
+        self.ready_key = keys.node_ready(node)
+        self.ready = False  # set by mark_ready once the worker takes tasks
         self.value = json.dumps({"node": node, "host": socket.gethostname(), "pid": os.getpid(),
                                  "started": process_started(os.getpid()), "token": secrets.token_hex(8),
                                  "since": now_iso()})
@@ -160,7 +168,16 @@ class NodeHeartbeat:
         return self.taken in (Taken.FREE, Taken.TOOK_OVER)
 
     def beat(self) -> bool:
-        return bool(self.redis.eval(_BEAT, 1, self.key, self.value, HEARTBEAT_TTL_S))
+        return bool(self.redis.eval(_BEAT, 2, self.key, self.ready_key, self.value, HEARTBEAT_TTL_S,
+                                    "1" if self.ready else "0"))
+
+    def mark_ready(self) -> None:
+        """The worker takes tasks now: say so with this beat and every later one."""
+        self.ready = True
+        try:
+            self.beat()
+        except redis.RedisError:
+            pass  # the next beat says it
 
     def start(self) -> NodeHeartbeat:
         if self.taken is None:
@@ -181,6 +198,7 @@ class NodeHeartbeat:
         if self._thread.is_alive():
             self._thread.join(timeout=2)
         try:
+            self.redis.eval(RELEASE_IF_HELD, 1, self.ready_key, self.value)
             self.redis.eval(RELEASE_IF_HELD, 1, self.key, self.value)
         except redis.RedisError:
             pass

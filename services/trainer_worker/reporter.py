@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from services.trainer_worker import stopping
+from services.trainer_worker import fenced_snapshots, stopping
 from services.trainer_worker.engines.base import STOP_PAUSE
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
-from services.trainer_worker.takeover import LOST_FIELD
 from services.trainer_worker.trackers.scalars import SentSteps
 from shared import reasons
 from shared.artifacts import ArtifactRoot
@@ -125,7 +124,7 @@ class RunReporter:
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)
-        doc = self.store.create({
+        snapshot = {
             "id": snapshot_id,
             "kind": "snapshot",
             "run": self.run_id,
@@ -145,17 +144,12 @@ class RunReporter:
             "imported": False,
             "path": key,
             "detail": None,
-        })
-        self.store.redis.zadd(self.store.keys.snapshots_of(self.run_id), {snapshot_id: step})
-
-        def attach(run):
-            # once, even when a blip made the client send this write twice
-            run["snapshots"] = [*(s for s in run.get("snapshots", []) if s != snapshot_id), snapshot_id]
-            run["latestSnapshot"] = snapshot_id
-            run.pop(LOST_FIELD, None)  # progress saved: a process lost from here on is a first loss again
-            return run
-
-        self.update_run(attach)
+        }
+        try:  # only while this worker still holds the run (fenced_snapshots.py)
+            doc = fenced_snapshots.register(self.store, self.lease, snapshot)
+        except LeaseLost:
+            self.artifacts.delete(key)  # this attempt's own key: nobody else's snapshot
+            raise
         self.unsaved = False
         self.event(f"snapshot {snapshot_id} written at step {step}" + (" (final)" if final else ""))
         self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))

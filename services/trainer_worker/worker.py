@@ -95,6 +95,8 @@ def _run_worker(app, node, loglevel: str, heartbeat=None) -> None:
     signals.worker_shutting_down.connect(
         lambda **_: stopping.on_worker_shutting_down(heartbeat, logs.get("trainer_worker").bind(node=node.name)),
         weak=False)
+    if heartbeat is not None:  # Celery consumes now: the scheduler may prefer this node (heartbeat.mark_ready)
+        signals.worker_ready.connect(lambda **_: heartbeat.mark_ready(), weak=False)
     app.worker_main([
         "worker",
         "--queues", node_queue(node.name),

@@ -20,7 +20,7 @@ import redis
 from shared import reasons
 from shared.claims import queued
 from shared.claims.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
-from shared.claims.nodes import live_device_counts
+from shared.claims.nodes import pool_node_states
 from shared.config import DeploymentConfig
 from shared.errors import Conflict, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
@@ -261,7 +261,8 @@ class ClaimQueue:
         if pool is None:
             raise ValidationFailed(f"pool {pool_name} is not declared")
         nodes = {n.name: n for n in pool.nodes}
-        counts = live_device_counts(self.redis, self.keys, pool)  # nodes whose worker is alive
+        states = pool_node_states(self.redis, self.keys, pool)  # which kinds each node takes now
+        counts = {name: n.devices for name, n in states.items() if n.takes}
         queue_key, held_key = self.keys.pool_queue(pool_name), self.keys.pool_held(pool_name)
         with self.redis.pipeline() as pipe:
             while True:
@@ -273,7 +274,7 @@ class ClaimQueue:
                     stale_waiting: list[str] = []
                     if any(free_devices(counts, held_views).values()):
                         waiting = self._read_waiting(pipe, queue_key, read, stale_waiting)
-                        grants = plan_grants(counts, held_views, waiting, pool.quotas)
+                        grants = plan_grants(states, held_views, waiting, pool.quotas)
                     else:
                         grants = []  # every device is held: nothing can start, the queue is not read
                     if not (grants or stale_waiting or stale_held):

@@ -11,8 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from shared import wait_reasons
-from shared.claims.grants import claim_view, decide
+from shared.claims.grants import ClaimView, Nodes, as_node_states, claim_view, decide, free_devices
+from shared.claims.nodes import SERVICE_OF
 from shared.times import epoch
+
+# The reasons under which a node whose service does not answer is what the claim waits on.
+NODE_BOUND = (wait_reasons.WAITING_FOR_GPUS, wait_reasons.NO_LIVE_WORKER)
 
 
 def idle_seconds(claim: dict[str, Any], doc: dict[str, Any] | None, now: float) -> int | None:
@@ -42,8 +46,19 @@ def entry(
     return item
 
 
+def not_answering(claim: ClaimView, nodes: Nodes, held: list[ClaimView]) -> list[dict[str, Any]]:
+    """The nodes big enough for `claim` where the service that would carry it out does not answer,
+    each with its free devices: `[{node, freeGpus, service}]`, by node name. (A node with devices
+    free for it is why a claim "waits for GPUs" while the pool shows some free.)"""
+    states = as_node_states(nodes)
+    free = free_devices({name: n.devices for name, n in states.items()}, held)
+    service = SERVICE_OF.get(claim.kind, SERVICE_OF["run"])
+    return [{"node": name, "freeGpus": len(free[name]), "service": service}
+            for name, n in sorted(states.items()) if claim.kind not in n.takes and n.devices >= claim.gpus]
+
+
 def queue_reasons(
-    *, pool: str, nodes: dict[str, int], held: list[dict[str, Any]], waiting: list[dict[str, Any]],
+    *, pool: str, nodes: Nodes, held: list[dict[str, Any]], waiting: list[dict[str, Any]],
     quotas: dict[str, int],
 ) -> list[tuple[int, str, dict[str, Any] | None]]:
     """`(position, reason, quota)` of each waiting claim, in queue order: the scheduler's own
@@ -63,7 +78,7 @@ def queue_reasons(
 def explain_pool(
     *,
     pool: str,
-    nodes: dict[str, int],
+    nodes: Nodes,
     held: list[dict[str, Any]],
     waiting: list[dict[str, Any]],
     quotas: dict[str, int],
@@ -72,22 +87,27 @@ def explain_pool(
     may_see: Callable[[str], bool] = lambda workload: True,
     only: set[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Claim id -> `{position, reason, quota, waitingOn: {heldBy, queuedAhead}}` for every waiting
-    claim of the pool (or only those whose id is in `only`).
+    """Claim id -> `{position, reason, quota, waitingOn: {heldBy, queuedAhead, notAnswering}}` for
+    every waiting claim of the pool (or only those whose id is in `only`). `notAnswering` lists the
+    nodes whose service for the claim's kind is down, for a claim waiting on GPUs or on a live
+    service (`not_answering`); else it is empty.
 
+    `nodes` maps each node of the pool to its NodeState (or device count: every service alive),
     `held` are the pool's granted claims, `waiting` its waiting claims in queue order (documents
     as `ClaimQueue` stores them), `resources` the documents of endpoints among them (for model
     and idle time), `now` epoch seconds.
     """
     held_by = [entry(c, resources=resources, now=now, may_see=may_see) for c in held]
+    held_views = [claim_view(c) for c in held]
     ahead: list[dict[str, Any]] = []
     explained: dict[str, dict[str, Any]] = {}
     reasons = queue_reasons(pool=pool, nodes=nodes, held=held, waiting=waiting, quotas=quotas)
     for claim, (position, reason, quota) in zip(waiting, reasons):
         if only is None or claim["id"] in only:
+            down = not_answering(claim_view(claim), nodes, held_views) if reason in NODE_BOUND else []
             explained[claim["id"]] = {
                 "position": position, "reason": reason, "quota": quota,
-                "waitingOn": {"heldBy": list(held_by), "queuedAhead": list(ahead)},
+                "waitingOn": {"heldBy": list(held_by), "queuedAhead": list(ahead), "notAnswering": down},
             }
         ahead.append(entry(claim, resources=resources, now=now, may_see=may_see))
     return explained
@@ -97,7 +117,7 @@ def explain_wait(
     claim: dict[str, Any],
     *,
     pool: str,
-    nodes: dict[str, int],
+    nodes: Nodes,
     held: list[dict[str, Any]],
     waiting: list[dict[str, Any]],
     quotas: dict[str, int],

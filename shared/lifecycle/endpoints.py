@@ -8,6 +8,7 @@ with that phase once the state machine allows the edge:
 |---|---|---|
 | `stoppedAt` (+ `failed`, `detail`) | API (stop a QUEUED one), endpoint manager (stop, fail), scheduler (no manager within the start timeout) | TERMINATED, or FAILED when `failed` |
 | `address` (+ `readyAt` the first time) | endpoint manager: its serving process answers | READY |
+| `requeuedAt` (`startingSince`, `address`, `process` cleared) | scheduler: its node has no endpoint manager and another node has one (`requeued`) | QUEUED |
 | `startingSince` | scheduler (grant), endpoint manager (process lost), scheduler (manager lost), API (a proxied request found the process gone, with `processLost`): `address` cleared | STARTING |
 | none of those | API: create | QUEUED |
 
@@ -44,7 +45,10 @@ def derive_phase(doc: dict[str, Any]) -> EndpointPhase:
         return EndpointPhase.FAILED if doc.get("failed") else EndpointPhase.TERMINATED
     if doc.get("address"):
         return EndpointPhase.READY
-    # Granted once, an endpoint never waits in the queue again: it keeps its claim while it restarts.
+    if doc.get("requeuedAt") and not doc.get("startingSince"):
+        return EndpointPhase.QUEUED  # moved off a node without a manager: it waits for a grant again
+    # Granted once, an endpoint does not wait in the queue again unless it is moved (above): it keeps
+    # its claim while it restarts.
     if doc.get("startingSince") or stored in GRANTED:
         return EndpointPhase.STARTING
     return EndpointPhase.QUEUED
@@ -72,7 +76,25 @@ def ready(doc: dict[str, Any], address: str) -> dict[str, Any]:
 
 def restarting(since: str | None = None) -> dict[str, Any]:
     """The facts of an endpoint (re)starting its serving process: no address, its start timeout from now."""
-    return {"address": None, "startingSince": since or now_iso(), "processLost": None}
+    return {"address": None, "startingSince": since or now_iso(), "processLost": None, "requeuedAt": None}
+
+
+# The most serving processes an endpoint remembers having left behind on nodes without a manager.
+LEFT_BEHIND_MAX = 8
+
+
+def requeued(doc: dict[str, Any], *, node: str, claim_id: str, at: str | None = None) -> dict[str, Any]:
+    """The facts of an endpoint moved off `node`, whose endpoint manager is gone, to wait in the queue
+    again under claim `claim_id` (QUEUED): no address, no process, no devices. The serving process it
+    had there, which nobody on that node can stop now, is remembered in `leftBehind`; the node's next
+    manager stops it (services/endpoint_manager/manager.py)."""
+    process = doc.get("process") or {}
+    left = list(doc.get("leftBehind") or [])
+    if process.get("pid"):
+        left = [*left, {"node": node, "pid": process["pid"], "startTicks": process.get("startTicks")}][-LEFT_BEHIND_MAX:]
+    return {"address": None, "startingSince": None, "processLost": None, "requeuedAt": at or now_iso(),
+            "process": None, "leftBehind": left, "managerMissingSince": None,
+            "scheduling": {**(doc.get("scheduling") or {}), "claim": claim_id, "node": None, "devices": []}}
 
 
 def process_gone(store: Any, seen: dict[str, Any]) -> dict[str, Any] | None:

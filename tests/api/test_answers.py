@@ -203,6 +203,9 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
         "model": MODEL, "dataset": dataset, "restore": {"snapshot": trained, "what": "weights"},
         "hyperparameters": {"maxSteps": 4}})["id"]
     adapter = ask("POST", "/v1/endpoints", status=201, json={"model": MODEL, "snapshot": trained, "pool": "big"})["id"]
+    # what the scheduler writes of an endpoint it moved off a node without a manager (lost_endpoints.py)
+    store.update(adapter, lambda d: {**d, "requeuedAt": now_iso(), "leftBehind": [
+        {"node": "gone-node", "pid": 4343, "startTicks": 654321}]})
     waits = ask("GET", f"/v1/runs/{over_quota}", headers=team)["scheduling"]
     assert waits["reason"] == "quota" and {"id": None, "kind": "endpoint", "gpus": 1} in waits["waitingOn"]["heldBy"]
     ask("GET", f"/v1/runs/{branch}")

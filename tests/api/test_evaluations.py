@@ -164,7 +164,7 @@ def test_a_queued_evaluation_says_what_it_waits_on(client, admin, app, config, d
     scheduling = client.get(f"/v1/evaluations/{waiting['id']}", headers=admin).json["scheduling"]
     assert scheduling["position"] == 1 and scheduling["reason"] == "waiting_for_gpus"
     assert scheduling["waitingOn"] == {"heldBy": [{"kind": "evaluation", "id": holder["id"], "gpus": 2}],
-                                       "queuedAhead": []}
+                                       "queuedAhead": [], "notAnswering": []}
     assert scheduling["waitingText"] == f"held by evaluation {holder['id']} (2 GPU)"
 
 

@@ -13,7 +13,8 @@ def test_info(client, admin):
     info = client.get("/v1/info", headers=admin).json
     assert info["version"] == "0.6.0" and info["methods"] == ["grpo", "sft"] and info["catalogSize"] == 2
     default = next(p for p in info["pools"] if p["name"] == "default")
-    assert default["nodes"] == [{"name": "local", "deviceKind": "cpu", "gpus": 2, "freeGpus": 2}]
+    assert default["nodes"] == [{"name": "local", "deviceKind": "cpu", "gpus": 2, "freeGpus": 2, "workerAlive": True,
+                                 "workerReady": True, "endpointManagerAlive": True}]
     assert "engine" not in info and "rlEngine" not in info
 
 

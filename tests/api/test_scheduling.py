@@ -58,7 +58,7 @@ def test_a_queued_run_says_what_it_waits_on_word_for_word(client, admin, endpoin
     assert (scheduling["position"], scheduling["reason"], scheduling["quota"]) == (2, "queued_behind", None)
     assert scheduling["waitingOn"] == {
         "heldBy": [{"kind": "endpoint", "id": endpoint, "gpus": 1, "model": "Qwen/Qwen3-8B", "idleSeconds": 42 * 60 + 5}],
-        "queuedAhead": [{"kind": "run", "id": first, "gpus": 2}],
+        "queuedAhead": [{"kind": "run", "id": first, "gpus": 2}], "notAnswering": [],
     }
     assert scheduling["waitingText"] == (
         f"held by endpoint {endpoint} (Qwen/Qwen3-8B, idle 42m); queued ahead: run {first} (2 GPU)")
@@ -87,7 +87,7 @@ def test_a_workload_token_sees_only_its_own_ids(client, team, endpoint, queued):
     first, mine = queued(gpus=2), queued(workload="team-a")
     scheduling = client.get(f"/v1/runs/{mine}", headers=team).json["scheduling"]
     assert scheduling["waitingOn"] == {"heldBy": [{"kind": "endpoint", "id": None, "gpus": 1}],
-                                       "queuedAhead": [{"kind": "run", "id": None, "gpus": 2}]}
+                                       "queuedAhead": [{"kind": "run", "id": None, "gpus": 2}], "notAnswering": []}
     assert scheduling["waitingText"] == (
         "held by endpoint of another workload (1 GPU); queued ahead: run of another workload (2 GPU)")
 
@@ -107,7 +107,7 @@ def test_pools_list_and_one_pool_with_holders_quotas_and_queue(client, admin, te
     pool = client.get("/v1/pools/default", headers=admin).json
     assert pool["nodes"] == [{"name": "local", "deviceKind": "cpu", "gpus": 2, "heldGpus": 1, "freeGpus": 1,
                               "devices": ["cpu:0", "cpu:1"], "freeDevices": ["cpu:1"],
-                              "workerAlive": True}]
+                              "workerAlive": True, "workerReady": True, "endpointManagerAlive": True}]
     assert pool["quotas"] == [{"workload": "small", "gpus": 1, "held": 0}]
     [holder] = pool["holders"]
     assert holder["kind"] == "endpoint" and holder["id"] == endpoint and holder["devices"] == ["cpu:0"]
@@ -137,6 +137,45 @@ def test_a_node_without_a_live_worker_grants_nothing_and_says_so(client, admin, 
     assert ClaimQueue(context.redis, context.keys).grant_pass(config, "default") == []
     shown = client.get(f"/v1/runs/{run['id']}", headers=admin).json["scheduling"]
     assert shown["reason"] == "no_live_worker"
-    assert shown["waitingText"] == "no worker is running on a node of its pool that could hold it"
+    assert shown["waitingText"] == "node local has 2 free GPUs but its worker is not answering"
     pool = client.get("/v1/pools/default", headers=admin).json
     assert pool["nodes"][0]["workerAlive"] is False and pool["queue"][0]["reason"] == "no_live_worker"
+
+
+def test_a_free_node_whose_worker_is_not_answering_is_named_on_the_waiting_run(
+        redis_url, key_prefix, shared_artifacts, admin):
+    """Issue 27, item 4: node-a is free but its worker is dead, node-b's holds a run. The queued run
+    says why it waits on GPUs while the pool shows one free; pools and info show each service."""
+    from services.api.app import create_app
+    from tests.api.conftest import CHAT_ROWS
+    from tests.conftest import make_config
+
+    two = {"nodes": [{"name": "node-a", "devices": {"kind": "cpu", "count": 1}},
+                     {"name": "node-b", "devices": {"kind": "cpu", "count": 1}}]}
+    config = make_config(redis_url, key_prefix, shared_artifacts, pools={"two": two}, defaultPool="two")
+    app = create_app(config)
+    client, context = app.test_client(), app.extensions["trainer"]
+    for key in (context.keys.node_alive("node-b"), context.keys.node_ready("node-b"),
+                context.keys.endpoint_manager("node-b")):
+        context.redis.set(key, "alive")  # node-a: nothing answers there
+    import io
+
+    dataset = client.post("/v1/datasets", headers=admin, data={"file": (io.BytesIO(CHAT_ROWS), "d.jsonl")},
+                          content_type="multipart/form-data").json["id"]
+    plan = {"model": "builtin/tiny-qwen3", "dataset": dataset}
+    holder = client.post("/v1/runs", headers=admin, json=plan).json["id"]
+    assert [c["node"] for c in ClaimQueue(context.redis, context.keys).grant_pass(config, "two")] == ["node-b"]
+    waiting = client.post("/v1/runs", headers=admin, json=plan).json["id"]
+
+    shown = client.get(f"/v1/runs/{waiting}", headers=admin).json["scheduling"]
+    assert shown["reason"] == "waiting_for_gpus"
+    assert shown["waitingOn"]["notAnswering"] == [{"node": "node-a", "freeGpus": 1, "service": "worker"}]
+    assert shown["waitingText"] == (
+        f"node node-a has 1 free GPU but its worker is not answering; held by run {holder} (1 GPU)")
+
+    pool = client.get("/v1/pools/two", headers=admin).json
+    assert [(n["name"], n["freeGpus"], n["workerAlive"], n["endpointManagerAlive"]) for n in pool["nodes"]] == [
+        ("node-a", 1, False, False), ("node-b", 0, True, True)]
+    info_nodes = client.get("/v1/info", headers=admin).json["pools"][0]["nodes"]
+    assert [(n["name"], n["workerAlive"], n["workerReady"], n["endpointManagerAlive"]) for n in info_nodes] == [
+        ("node-a", False, False, False), ("node-b", True, True, True)]

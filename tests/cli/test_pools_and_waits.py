@@ -43,10 +43,37 @@ def test_pools_get_renders_the_list_and_one_pool():
 
 
 def test_a_node_without_a_live_worker_says_so():
-    pool = {"name": "default", "gpus": 2, "freeGpus": 2, "heldGpus": 0, "waiting": 0, "quotas": [],
-            "holders": [], "queue": [],
-            "nodes": [{"name": "local", "deviceKind": "cpu", "gpus": 2, "freeGpus": 2,
-                       "freeDevices": ["cpu:0", "cpu:1"], "workerAlive": False}]}
-    assert "none (nothing is granted here)" in render(tables.pool(pool))
-    pool["nodes"][0]["workerAlive"] = True
-    assert "alive" in render(tables.pool(pool))
+    """Issue 27, item 4: a dead node is "not answering", not "nothing is granted here" while a run is
+    held on it; each of its two services is shown."""
+    pool = {"name": "default", "gpus": 2, "freeGpus": 1, "heldGpus": 1, "waiting": 0, "quotas": [],
+            "holders": [{"kind": "run", "id": "run-9", "gpus": 1, "node": "local", "devices": ["cpu:0"]}],
+            "queue": [],
+            "nodes": [{"name": "local", "deviceKind": "cpu", "gpus": 2, "freeGpus": 1, "freeDevices": ["cpu:1"],
+                       "workerAlive": False, "workerReady": False, "endpointManagerAlive": True}]}
+    row = next(line for line in render(tables.pool(pool)).splitlines() if "cpu:1" in line)
+    assert [cell.strip() for cell in row.split("│")[6:8]] == ["not answering", "alive"]
+    assert "none (nothing is granted here)" not in render(tables.pool(pool))
+    pool["nodes"][0].update(workerAlive=True, workerReady=False)
+    assert "alive, still starting" in render(tables.pool(pool))
+
+
+def test_info_shows_each_nodes_services():
+    info = {"version": "1", "apiUrl": "http://x", "methods": ["sft"], "catalogSize": 1,
+            "pools": [{"name": "default", "nodes": [
+                {"name": "node-a", "deviceKind": "cpu", "gpus": 1, "freeGpus": 1, "workerAlive": False,
+                 "workerReady": False, "endpointManagerAlive": False},
+                {"name": "node-b", "deviceKind": "cpu", "gpus": 1, "freeGpus": 0, "workerAlive": True,
+                 "workerReady": True, "endpointManagerAlive": True}]}]}
+    lines = render(tables.info(info)).splitlines()
+    node_a = next(line for line in lines if "node-a" in line)
+    node_b = next(line for line in lines if "node-b" in line)
+    assert node_a.count("not answering") == 2 and node_b.count("alive") == 2 and "Endpoint manager" in "".join(lines)
+
+
+def test_a_waiting_run_names_a_free_node_whose_worker_is_not_answering():
+    run = {"id": "run-2", "status": "QUEUED", "pool": "default", "scheduling": {
+        "claim": "claim-2", "pool": "default", "position": 1, "reason": "waiting_for_gpus", "quota": None,
+        "waitingOn": {"heldBy": [{"kind": "run", "id": "run-1", "gpus": 1}], "queuedAhead": [],
+                      "notAnswering": [{"node": "node-a", "freeGpus": 1, "service": "worker"}]}}}
+    assert ("node node-a has 1 free GPU but its worker is not answering; held by run run-1 (1 GPU)"
+            in render(tables.run(run)))

@@ -30,8 +30,10 @@ POOL = {"nodes": [{"name": "n1", "devices": {"kind": "cuda", "count": 4}},
 
 @pytest.fixture
 def scheduler_env(tmp_path, keys, redis_url, redis_client):
-    for node in POOL["nodes"]:  # as the nodes' workers would (services/trainer_worker/heartbeat.py)
+    for node in POOL["nodes"]:  # as the nodes' workers and endpoint managers would (shared/claims/nodes.py)
         redis_client.set(keys.node_alive(node["name"]), "test")
+        redis_client.set(keys.node_ready(node["name"]), "test")
+        redis_client.set(keys.endpoint_manager(node["name"]), "test")
     path = tmp_path / "deploy.yaml"
     path.write_text(yaml.safe_dump({"defaultPool": "default", "pools": {"default": POOL}}))
     return {**os.environ, "TRAINING_CONFIG": str(path), "TRAINING_KEY_PREFIX": keys.prefix,

@@ -103,6 +103,7 @@ def test_a_starting_endpoint_on_a_node_that_never_had_a_manager_fails_after_its_
     starting_id, _ = endpoint(queue, store, config, sender, phase=EndpointPhase.STARTING, start_timeout_s=60)
     other_id, _ = endpoint(queue, store, config, sender, pool="gpu")  # node big, whose manager is alive
     other_node = store.get(other_id)["scheduling"]["node"]
+    store.redis.delete(keys.endpoint_manager("local"))  # granted while one answered; none since
     store.redis.set(keys.endpoint_manager(other_node), "manager-3", px=15_000)
     t0 = time.time()
     lost_after = config.worker_lost_after_s
@@ -132,3 +133,56 @@ def test_decide_lost_is_a_pure_function_of_the_document_and_the_time():
     assert failed.detail == "did not become ready within 10s: no endpoint manager ran on node n"
     other_absence = decide_lost(handled, node="n", missing_since="2026-02-01T00:00:00.000Z", now=start + 11)
     assert other_absence.action is LostAction.RESTART
+
+
+MOVED = ("no endpoint manager runs on node small; back in the queue keeping its place, to start on a node that "
+         "has one")
+
+
+def test_an_endpoint_whose_node_lost_its_manager_moves_to_a_node_that_has_one(queue, store, config, sender, keys):
+    """Issue 27, item 2: pool gpu has nodes big (4) and small (2); the endpoint runs on small (best
+    fit); small's manager goes, big's answers."""
+    endpoint_id, claim = endpoint(queue, store, config, sender, pool="gpu")
+    before = store.get(endpoint_id)
+    assert before["scheduling"]["node"] == "small"
+    store.redis.delete(keys.endpoint_manager("small"))
+    t0 = time.time()
+    dead_after = config.node_dead_after_s
+    assert recover(queue, store, config, t0) == []
+    assert recover(queue, store, config, t0 + dead_after - 1) == []
+    assert store.get(endpoint_id)["phase"] == EndpointPhase.READY
+
+    assert recover(queue, store, config, t0 + dead_after + 0.5) == [endpoint_id]
+    doc = store.get(endpoint_id)
+    assert (doc["phase"], doc["address"], doc["process"], doc["startingSince"]) == (
+        EndpointPhase.QUEUED, None, None, None)
+    assert doc["leftBehind"] == [{"node": "small", "pid": 999999, "startTicks": 1}]  # for small's next manager
+    new = queue.current(endpoint_id)
+    assert doc["scheduling"]["claim"] == new["id"] != claim["id"]
+    assert (doc["scheduling"]["node"], doc["scheduling"]["devices"]) == (None, [])
+    assert (new["state"], new["seq"]) == (ClaimState.WAITING, claim["seq"])  # its place kept
+    assert queue.get(claim["id"])["state"] == ClaimState.RELEASED
+    assert warnings(store, endpoint_id) == [MOVED]
+    assert recover(queue, store, config, t0 + dead_after + 1) == []  # nothing left on small
+
+    [granted] = queue.grant_pass(config, "gpu")
+    assert granted["node"] == "big"  # not small: no manager answers there
+    dispatch_granted(queue=queue, store=store, celery_app=sender, config=config)
+    started = store.get(endpoint_id)
+    assert (started["phase"], started["scheduling"]["node"], started["requeuedAt"]) == (
+        EndpointPhase.STARTING, "big", None)
+
+
+def test_a_move_cut_short_after_the_endpoint_changed_is_finished_by_the_next_pass(queue, store, config, sender, keys):
+    from shared.lifecycle import endpoints as endpoint_lifecycle
+
+    endpoint_id, claim = endpoint(queue, store, config, sender, pool="gpu")
+    store.update(endpoint_id, lambda d: endpoint_lifecycle.recorded(
+        d, **endpoint_lifecycle.requeued(d, node="small", claim_id="claim-next")))  # then the scheduler stopped
+    store.redis.delete(keys.endpoint_manager("small"))
+    t0 = time.time()
+    recover(queue, store, config, t0)
+    recover(queue, store, config, t0 + config.node_dead_after_s + 1)
+    assert queue.current(endpoint_id)["id"] == "claim-next"
+    assert queue.get("claim-next")["seq"] == claim["seq"] and queue.get(claim["id"])["state"] == ClaimState.RELEASED
+    assert warnings(store, endpoint_id) == []

@@ -109,3 +109,43 @@ def test_a_stopped_workers_grace_comes_from_the_file_or_the_environment():
     assert parse_config(raw, env={"TRAINING_WORKER_STOP_GRACE_S": "2.5"}).worker_stop_grace_s == 2.5
     with pytest.raises(ValidationFailed, match="worker.stopGraceS must be a number of seconds above 0"):
         parse_config({**raw, "worker": {"stopGraceS": 0}}, env={})
+
+
+def test_cpu_nodes_on_one_machine_share_its_cores(monkeypatch):
+    """Issue 27, item 7: two one-slot CPU nodes of the local stack run on one machine; each slot
+    gets its share of the cores (as each slot of a two-slot node does), not all of them."""
+    import os
+
+    from shared.config import parse_config
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+
+    def nodes(*declared):
+        raw = {"pools": {"p": {"nodes": [{"name": f"n{i}", **d} for i, d in enumerate(declared)]}}}
+        return parse_config(raw, env={}).pools["p"].nodes
+
+    one_slot = {"devices": {"kind": "cpu", "count": 1}}
+    a, b = nodes(one_slot, one_slot)
+    assert (a.cpu_threads(), b.cpu_threads()) == (4, 4)
+    [two_slots] = nodes({"devices": {"kind": "cpu", "count": 2}})
+    assert (two_slots.cpu_threads(), two_slots.cpu_threads(2)) == (4, 8)
+    a, b, c = nodes({**one_slot, "host": "10.0.0.2"}, {**one_slot, "host": "10.0.0.3"}, {**one_slot, "host": "10.0.0.3"})
+    assert (a.cpu_threads(), b.cpu_threads(), c.cpu_threads()) == (8, 4, 4)  # by host
+    gpu, cpu = nodes({"devices": {"kind": "cuda", "count": 4}}, one_slot)
+    assert cpu.cpu_threads() == 8  # GPUs are no CPU slots
+    [told] = nodes({"devices": {"kind": "cpu", "count": 2, "cores": 6}})
+    assert told.cpu_threads() == 3
+
+
+def test_a_nodes_host_and_cores_are_checked():
+    import pytest
+
+    from shared.config import parse_config
+    from shared.errors import ValidationFailed
+
+    for node, field in (({"name": "n", "devices": {"kind": "cpu", "count": 1, "cores": 0}}, "devices.cores"),
+                        ({"name": "n", "host": "", "devices": {"kind": "cpu", "count": 1}}, "host"),
+                        ({"name": "n", "host": "http://x/", "devices": {"kind": "cpu", "count": 1}}, "host")):
+        with pytest.raises(ValidationFailed) as refused:
+            parse_config({"pools": {"p": {"nodes": [node]}}}, env={})
+        assert refused.value.details == {"field": f"pools.p.nodes[0].{field}"}

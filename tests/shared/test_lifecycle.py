@@ -106,6 +106,8 @@ def endpoint(**facts):
     ({"stoppedAt": "t", "failed": True, "address": "http://h:1"}, EndpointPhase.FAILED),
     ({"phase": "TERMINATED", "address": "http://h:1"}, EndpointPhase.TERMINATED),  # terminal is final
     ({"phase": "FAILED"}, EndpointPhase.FAILED),  # stored before `failed` was a fact
+    ({"phase": "READY", "requeuedAt": "t"}, EndpointPhase.QUEUED),  # moved off a node without a manager
+    ({"phase": "QUEUED", "requeuedAt": "t", "startingSince": "t2"}, EndpointPhase.STARTING),  # granted again
 ])
 def test_an_endpoints_phase_is_derived_from_its_facts(facts, phase):
     assert endpoint_lifecycle.derive_phase(endpoint(**facts)) == phase
@@ -116,7 +118,8 @@ def test_every_phase_the_facts_can_reach_is_an_edge_of_the_state_machine():
     the state machine or is refused (IllegalTransition): never another edge."""
     facts = {"restarting": endpoint_lifecycle.restarting(), "ready": {"address": "http://h:1"},
              "stopped": endpoint_lifecycle.ended(detail="stopped by the user", failed=False),
-             "failed": endpoint_lifecycle.ended(detail="did not become ready", failed=True)}
+             "failed": endpoint_lifecycle.ended(detail="did not become ready", failed=True),
+             "requeued": endpoint_lifecycle.requeued({"scheduling": {}}, node="n", claim_id="c")}
     edges = endpoint_edges()
     for phase, (name, recorded) in itertools.product(EndpointPhase, facts.items()):
         doc = endpoint(phase=phase.value, startingSince="t" if phase != EndpointPhase.QUEUED else None,

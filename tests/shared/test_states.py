@@ -36,8 +36,8 @@ def test_terminal_statuses_have_no_way_out():
 
 ENDPOINT_ALLOWED = {
     ("QUEUED", "STARTING"), ("QUEUED", "TERMINATED"), ("QUEUED", "FAILED"),
-    ("STARTING", "READY"), ("STARTING", "TERMINATED"), ("STARTING", "FAILED"),
-    ("READY", "STARTING"), ("READY", "TERMINATED"), ("READY", "FAILED"),
+    ("STARTING", "READY"), ("STARTING", "QUEUED"), ("STARTING", "TERMINATED"), ("STARTING", "FAILED"),
+    ("READY", "STARTING"), ("READY", "QUEUED"), ("READY", "TERMINATED"), ("READY", "FAILED"),
 }
 
 

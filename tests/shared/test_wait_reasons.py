@@ -62,3 +62,32 @@ def test_worker_lost_sentences():
 def test_reason_tokens_are_stable():
     assert wait_reasons.ALL == ("waiting_for_gpus", "queued_behind", "quota", "fits_now", "exceeds_pool",
                                 "no_live_worker")
+
+
+def test_a_node_whose_service_is_not_answering_word_for_word():
+    """Issue 27, item 4 (shared/claims/waiting.py `notAnswering`)."""
+    assert reasons.node_not_answering_wait("node-a", free_gpus=1, service="worker") == (
+        "node node-a has 1 free GPU but its worker is not answering")
+    assert reasons.node_not_answering_wait("gpu-3", free_gpus=4, service="endpoint manager") == (
+        "node gpu-3 has 4 free GPUs but its endpoint manager is not answering")
+    assert reasons.node_not_answering_wait("node-a", free_gpus=0, service="worker") == (
+        "node node-a's worker is not answering")
+    scheduling = {"reason": "no_live_worker", "waitingOn": {"heldBy": [], "queuedAhead": [], "notAnswering": [
+        {"node": "n1", "freeGpus": 2, "service": "endpoint manager"}]}}
+    assert reasons.waiting_text(scheduling) == "node n1 has 2 free GPUs but its endpoint manager is not answering"
+    assert reasons.waiting_text({"reason": "no_live_worker"}) == (
+        "no worker is running on a node of its pool that could hold it")  # an answer from before
+    assert [reasons.node_service_state(alive=False), reasons.node_service_state(alive=True, ready=False),
+            reasons.node_service_state(alive=True)] == ["not answering", "alive, still starting", "alive"]
+
+
+def test_dead_node_sentences_word_for_word():
+    """Issue 27, item 1 (services/scheduler/lost.py) and item 2 (lost_endpoints.py)."""
+    assert reasons.node_not_answering("node-a", kind="evaluation", after_s=3.0) == (
+        "node node-a stopped answering (its worker's heartbeat is gone); the evaluation goes back to the queue "
+        "unless it answers within 3s")
+    assert reasons.node_dead_requeued("node-a") == "node node-a stopped answering; re-queued keeping its place"
+    assert reasons.node_dead_cancelled("node-a") == (
+        "cancelled by the user; its node node-a stopped answering before it stopped")
+    assert reasons.endpoint_moved_off("node-a") == (
+        "no endpoint manager runs on node node-a; back in the queue keeping its place, to start on a node that has one")

@@ -43,6 +43,21 @@ def down() -> None:
     local_stack.down(out=console())
 
 
+@click.command("stop")
+@click.argument("service")
+def stop_service(service: str) -> None:
+    """Stop one service of the local stack (as `training status` names it: worker-NODE, api, ...)
+    and keep it stopped: the supervisor does not start it again until `training start SERVICE`."""
+    local_stack.stop_service(service, out=console())
+
+
+@click.command("start")
+@click.argument("service")
+def start_service(service: str) -> None:
+    """Start again a service of the local stack that `training stop` stopped."""
+    local_stack.start_service(service, out=console())
+
+
 @click.command()
 @output_option
 def status(fmt: str) -> None:
@@ -52,12 +67,13 @@ def status(fmt: str) -> None:
         click.echo("no local stack is running")
         return
     rows = [{"name": r.name, "pid": r.pid, "running": r.alive(), "restarts": r.restarts, "lastExit": r.last_exit,
-             "startedAt": r.started_at} for r in records]
+             "startedAt": r.started_at, "held": r.held} for r in records]
     if fmt != "table":
         dump({"services": rows}, fmt)
         return
     console().print(list_table(["SERVICE", "PID", "RUNNING", "RESTARTS", "LAST ENDED", "UP FOR"], [[
-        row["name"], row["pid"], "yes" if row["running"] else "no", row["restarts"],
+        row["name"], row["pid"], "yes" if row["running"] else ("no (training stop)" if row["held"] else "no"),
+        row["restarts"],
         reasons.how_it_ended(row["lastExit"]) if row["lastExit"] is not None else "-",
         duration(time.time() - row["startedAt"]) if row["running"] else "-"] for row in rows]))
 

@@ -6,6 +6,7 @@ from flask import Blueprint
 
 from services.api.context import ctx
 from services.api.schemas import HealthSchema, InfoSchema, serialise
+from shared.claims.nodes import node_liveness
 from shared.engines import methods
 from shared.version import VERSION
 
@@ -20,8 +21,11 @@ def pool_summaries() -> list[dict]:
             held[claim["node"]] = held.get(claim["node"], 0) + len(claim.get("devices") or [])
     summaries = []
     for pool in context.config.pools.values():
+        liveness = node_liveness(context.redis, context.keys, pool)
         nodes = [{"name": n.name, "deviceKind": n.device_kind, "gpus": n.device_count,
-                  "freeGpus": n.device_count - held.get(n.name, 0)} for n in pool.nodes]
+                  "freeGpus": n.device_count - held.get(n.name, 0), "workerAlive": liveness[n.name].worker,
+                  "workerReady": liveness[n.name].worker_ready,
+                  "endpointManagerAlive": liveness[n.name].endpoint_manager} for n in pool.nodes]
         summaries.append({"name": pool.name, "gpus": sum(n["gpus"] for n in nodes),
                           "freeGpus": sum(n["freeGpus"] for n in nodes), "nodes": nodes,
                           "quotas": dict(pool.quotas)})

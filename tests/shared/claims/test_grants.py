@@ -150,5 +150,5 @@ def test_explain_wait_positions_reasons_and_entries():
         "position": 2, "reason": why.QUEUED_BEHIND, "quota": None,
         "waitingOn": {"heldBy": [{"kind": "endpoint", "id": "endpoint-e", "gpus": 1, "model": "Qwen/Qwen3-8B",
                                   "idleSeconds": 42 * 60}],
-                      "queuedAhead": [{"kind": "run", "id": "run-a", "gpus": 4}]},
+                      "queuedAhead": [{"kind": "run", "id": "run-a", "gpus": 4}], "notAnswering": []},
     }

@@ -20,13 +20,20 @@ async function waitingText(entry) {
   } catch { return ""; }
 }
 
+// As `training pools get` says it (shared/reasons.py node_service_state).
+function serviceState(alive, ready) {
+  if (!alive) return "not answering";
+  return ready === false ? "alive, still starting" : "alive";
+}
+
 async function poolSection(name) {
   const pool = await api.get(`/v1/pools/${encodeURIComponent(name)}`);
   const byDevice = new Map();
   pool.holders.forEach((holder) => (holder.devices || []).forEach((d) => byDevice.set(`${holder.node}/${d}`, holder)));
   const nodes = pool.nodes.map((node) => h("div", { class: "node", "data-node": node.name },
     h("h3", {}, node.name, h("span", { class: "muted" },
-      ` ${node.deviceKind} · ${node.freeGpus} of ${node.gpus} free · worker ${node.workerAlive ? "alive" : "not seen"}`)),
+      ` ${node.deviceKind} · ${node.freeGpus} of ${node.gpus} free · worker ${serviceState(node.workerAlive, node.workerReady)}` +
+      ` · endpoint manager ${serviceState(node.endpointManagerAlive, true)}`)),
     h("div", { class: "devices" }, node.devices.map((d) => {
       const holder = byDevice.get(`${node.name}/${d}`) || (node.freeDevices.includes(d) ? null : { kind: "held" });
       return h("div", { class: `device${holder ? " held" : ""}`, "data-device": d }, h("code", {}, d), h("br"),
