@@ -73,6 +73,12 @@ class Keys:
         stack imported, Celery consuming): among nodes that fit, the scheduler prefers these."""
         return f"{self.prefix}node:{node}:ready"
 
+    def node_stopping(self, node: str) -> str:
+        """Set (with a TTL of the worker's stop grace and a margin) by a worker that was asked to
+        stop, as it drops its heartbeat: it is giving its runs back itself, so the scheduler's
+        dead-node pass leaves them to it until the key expires (services/scheduler/lost.py)."""
+        return f"{self.prefix}node:{node}:stopping"
+
     def workers_missing(self) -> str:
         """Hash node -> epoch seconds: since when the scheduler has seen no worker heartbeat for a
         node that holds dispatched runs or evaluations (services/scheduler/dead_nodes.py)."""

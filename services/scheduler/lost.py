@@ -107,10 +107,13 @@ def requeue_lost(
 
 
 def _worker_absences(store: Store, claims: list[dict[str, Any]], now: float):
-    """Since when each node holding `claims` has had no worker heartbeat (dead_nodes.py)."""
+    """Since when each node holding `claims` has had no worker heartbeat (dead_nodes.py). A node
+    whose worker was asked to stop (`node:NODE:stopping`) counts as present while that key lasts:
+    its worker gives its runs back itself, each with its last snapshot (trainer_worker/stopping.py),
+    and re-queuing them here first would fence that snapshot out."""
     nodes = sorted({c["node"] for c in claims if c.get("node")})
     pipe = store.redis.pipeline(transaction=False)
     for node in nodes:
-        pipe.exists(store.keys.node_alive(node))
+        pipe.exists(store.keys.node_alive(node), store.keys.node_stopping(node))
     present = dict(zip(nodes, (bool(up) for up in pipe.execute())))
     return track_absences(store.redis, store.keys.workers_missing(), present, now=now)

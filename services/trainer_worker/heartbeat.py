@@ -19,6 +19,7 @@ pid, the process's start time, a token of this process); a starting worker `take
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import socket
@@ -37,6 +38,8 @@ from shared.times import now_iso
 HEARTBEAT_EVERY_S = 3.0
 HEARTBEAT_TTL_S = 10
 TAKE_POLL_S = 0.25
+# Beyond a stopping worker's grace: its pool processes' last writes, and the main process's exit.
+STOPPING_MARGIN_S = 4.0
 
 # Set only if free or already ours; answers 1 when it is ours now. The ready key (KEYS[2]) is
 # kept with it while ARGV[3] is 1, by its holder only.
@@ -130,6 +133,7 @@ class NodeHeartbeat:
         self.node = node
         self.key = keys.node_alive(node)
         self.ready_key = keys.node_ready(node)
+        self.stopping_key = keys.node_stopping(node)
         self.ready = False  # set by mark_ready once the worker takes tasks
         self.value = json.dumps({"node": node, "host": socket.gethostname(), "pid": os.getpid(),
                                  "started": process_started(os.getpid()), "token": secrets.token_hex(8),
@@ -193,11 +197,17 @@ class NodeHeartbeat:
             except redis.RedisError:
                 continue  # the TTL leaves room for the next try
 
-    def stop(self) -> None:
+    def stop(self, *, giving_back_s: float | None = None) -> None:
+        """Stop beating and drop the keys. `giving_back_s`: the worker was asked to stop and gives
+        its work back itself within that long; `node:NODE:stopping` says so for that long (and a
+        margin), so that the scheduler, which sees the heartbeat gone at once, does not re-queue
+        (and fence out) a run that is saving its last snapshot (stopping.py)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=2)
         try:
+            if giving_back_s is not None and self.taken in (Taken.FREE, Taken.TOOK_OVER):
+                self.redis.set(self.stopping_key, self.value, ex=max(1, math.ceil(giving_back_s + STOPPING_MARGIN_S)))
             self.redis.eval(RELEASE_IF_HELD, 1, self.ready_key, self.value)
             self.redis.eval(RELEASE_IF_HELD, 1, self.key, self.value)
         except redis.RedisError:

@@ -156,10 +156,11 @@ def install_in_child(*, grace_s: float, log: Any = None) -> ChildStop:
     return stop
 
 
-def on_worker_shutting_down(heartbeat: Any, log: Any) -> None:
+def on_worker_shutting_down(heartbeat: Any, log: Any, *, grace_s: float | None = None) -> None:
     """In the worker's main process, when Celery starts its shutdown (SIGTERM, SIGINT, SIGQUIT):
     pass SIGTERM on to every pool process that runs a task (Celery's own record of its active
-    requests, and the process that accepted each) and drop the node's heartbeat (see the module).
+    requests, and the process that accepted each) and drop the node's heartbeat (see the module),
+    saying for `grace_s` that this node's work is being given back by its worker (heartbeat.py).
     Called inside Celery's signal handler: only the kill is done here, the rest in a thread."""
     from celery.worker import state
 
@@ -172,7 +173,7 @@ def on_worker_shutting_down(heartbeat: Any, log: Any) -> None:
 
     def then() -> None:
         if heartbeat is not None:
-            heartbeat.stop()
+            heartbeat.stop(giving_back_s=grace_s)
         log.info("stopping: SIGTERM passed on to the pool processes that run a task, the node's heartbeat dropped",
                  processes=pids)
 

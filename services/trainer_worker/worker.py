@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         from services.trainer_worker.warm import preload
 
         logs.get("trainer_worker").info("training stack imported", node=node.name, seconds=round(preload(), 2))
-        _run_worker(app, node, args.loglevel, heartbeat)
+        _run_worker(app, node, args.loglevel, heartbeat, grace_s=config.worker_stop_grace_s)
     finally:
         heartbeat.stop()
 
@@ -84,7 +84,7 @@ def _quiet_a_chosen_warning(**_) -> None:
     warnings.filterwarnings("ignore", message=r"(?s).*worker_cancel_long_running_tasks_on_connection_loss")
 
 
-def _run_worker(app, node, loglevel: str, heartbeat=None) -> None:
+def _run_worker(app, node, loglevel: str, heartbeat=None, grace_s: float | None = None) -> None:
     from celery import signals
 
     from services.trainer_worker import stopping
@@ -93,7 +93,8 @@ def _run_worker(app, node, loglevel: str, heartbeat=None) -> None:
     # A stop (SIGTERM) reaches the pool processes even when only this process was signalled (a
     # container's main process), and the node stops being granted work (stopping.py).
     signals.worker_shutting_down.connect(
-        lambda **_: stopping.on_worker_shutting_down(heartbeat, logs.get("trainer_worker").bind(node=node.name)),
+        lambda **_: stopping.on_worker_shutting_down(heartbeat, logs.get("trainer_worker").bind(node=node.name),
+                                                    grace_s=grace_s),
         weak=False)
     if heartbeat is not None:  # Celery consumes now: the scheduler may prefer this node (heartbeat.mark_ready)
         signals.worker_ready.connect(lambda **_: heartbeat.mark_ready(), weak=False)

@@ -111,3 +111,36 @@ def test_node_dead_after_s_is_configurable():
     assert parse_config(EMBEDDED_DEFAULT, env={}).node_dead_after_s == 3
     assert parse_config({**EMBEDDED_DEFAULT, "scheduling": {"nodeDeadAfterS": 5}}, env={}).node_dead_after_s == 5
     assert parse_config(EMBEDDED_DEFAULT, env={"TRAINING_NODE_DEAD_AFTER_S": "0.5"}).node_dead_after_s == 0.5
+
+
+def test_a_node_whose_worker_is_stopping_is_left_to_give_its_runs_back(queue, store, config, make_run, sender, keys):
+    """A stopped worker drops its heartbeat at once (nothing more is granted there) but gives its
+    runs back itself, each after its last snapshot (trainer_worker/stopping.py): while its
+    `node:NODE:stopping` lasts, the dead-node rule leaves them alone, then applies as usual."""
+    run_id, claim = started_run(queue, store, config, make_run, sender)
+    store.redis.set(keys.lease(run_id), f"local/host-a/4242:{'ab' * 6}", px=30_000)
+    store.redis.delete(keys.node_alive("local"))
+    store.redis.set(keys.node_stopping("local"), "the stopping worker", px=60_000)
+    t0 = time.time()
+    assert passes(queue, store, config, t0) == []
+    assert passes(queue, store, config, t0 + config.node_dead_after_s + 5) == []
+    assert store.get(run_id)["status"] == RunStatus.RUNNING and warns(store, run_id) == []
+
+    store.redis.delete(keys.node_stopping("local"))  # it expired: the worker did not finish in time
+    t1 = t0 + 20
+    assert passes(queue, store, config, t1) == []
+    assert warns(store, run_id) == [NOT_ANSWERING]
+    assert [c["id"] for c in passes(queue, store, config, t1 + config.node_dead_after_s + 0.5)] == [claim["id"]]
+
+
+def test_a_stopping_heartbeat_says_so_for_its_grace(store, keys):
+    from services.trainer_worker.heartbeat import STOPPING_MARGIN_S, NodeHeartbeat
+
+    redis_client = store.redis
+    redis_client.delete(keys.node_alive("local"), keys.node_ready("local"))  # the fixtures' stand-in beat
+    beat = NodeHeartbeat(redis_client, keys, "local").start()
+    assert redis_client.exists(keys.node_alive("local"))
+    beat.stop(giving_back_s=6.0)
+    assert not redis_client.exists(keys.node_alive("local"))
+    ttl = redis_client.ttl(keys.node_stopping("local"))
+    assert 6.0 < ttl <= 6.0 + STOPPING_MARGIN_S
