@@ -141,6 +141,7 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
     reporter.trackers = Trackers(settings=worker.config.trackers, artifacts=worker.artifacts, run=run,
                                  earlier=earlier, warn=lambda m: reporter.event(m, level="warn"))
     stopping.current().stops_itself(lambda: reporter.unsaved)  # it saves them at its next step boundary
+    stopping.current().writes_first(reporter.flush_progress)  # given back by the watchdog: its last step shown
     reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
     try:
         return _train_and_end(worker, run, claim, lease, log, devices, reporter)

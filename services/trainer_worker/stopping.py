@@ -46,6 +46,8 @@ class Held:
 
     hand_back: Callable[[bool], Any]  # given True when the grace ran out first
     stops_itself: Callable[[], bool]
+    # what to write first (a run's throttled progress: the run then reads the step its snapshot holds)
+    before_hand_back: Callable[[], Any] | None = None
 
 
 class ChildStop:
@@ -68,6 +70,11 @@ class ChildStop:
         """Where the held work says when it stops by itself at a stop request (see Held)."""
         if self._held is not None:
             self._held.stops_itself = when
+
+    def writes_first(self, write: Callable[[], Any]) -> None:
+        """What the watchdog writes before it gives the held work back (see Held)."""
+        if self._held is not None:
+            self._held.before_hand_back = write
 
     def done(self) -> None:
         """The task's work has ended (or was given back): the watchdog leaves the process alone."""
@@ -101,6 +108,8 @@ class ChildStop:
                 return
             if self._held is not None:
                 try:
+                    if self._held.before_hand_back is not None:
+                        self._held.before_hand_back()
                     self._held.hand_back(waited)
                 except Exception as exc:  # Redis away: the scheduler's lost-worker pass re-queues it
                     if self.log is not None:

@@ -78,6 +78,8 @@ def world(tmp_path):
                   "spare": {"nodes": [{"name": "spare-1", "devices": {"kind": "cpu", "count": 1}}]}},
         "catalog": [{"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}],
         "tokens": [{"token": token, "name": "admin", "admin": True}],
+        # every endpoint created under load stays queued: no cap on queued claims may refuse one here
+        "scheduling": {"maxQueuedPerWorkload": 1_000_000},
     }))
     port = free_port()
     env = {**os.environ, "TRAINING_CONFIG": str(config_path), "TRAINING_HOME": str(home), "PYTHONUNBUFFERED": "1"}
@@ -85,7 +87,10 @@ def world(tmp_path):
         env.pop(var, None)
     stack = Stack(f"http://127.0.0.1:{port}", token, env, home, artifacts, store.url, prefix)
     client = redis.Redis.from_url(store.url, decode_responses=True)
-    client.set(Keys(prefix).node_alive("local"), "test")  # as the node's worker would (no TTL: none runs here)
+    # as the node's worker and endpoint manager would (no TTL: neither runs here); endpoints are
+    # granted only on a node whose endpoint manager holds its lease
+    client.set(Keys(prefix).node_alive("local"), "test")
+    client.set(Keys(prefix).endpoint_manager("local"), "test")
     stack.start("api", ["services.api.main", "--port", str(port)])
     stack.start("scheduler", ["services.scheduler.main"])
     stack.wait_until("the API", lambda: _answers(stack.api_url + "/v1/health"), timeout_s=60)

@@ -138,7 +138,7 @@ def test_training_down_and_up_mid_run_gives_work_back_and_finishes_it(tmp_path, 
     to RUNNING`). Now the stopping worker gives both back (the run with a snapshot at its stop
     step), and the stack started again finishes them: the run with the metrics of every step once."""
     from shared import reasons
-    from tests.e2e.test_worker_stop import EVALUATION_ROWS, PLAN, STEPS
+    from tests.e2e.test_worker_stop import EVALUATION_ROWS, LONG_PLAN, LONG_STEPS
 
     home = tmp_path / "home"
     env = {**os.environ, "TRAINING_HOME": str(home), "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -173,11 +173,12 @@ def test_training_down_and_up_mid_run_gives_work_back_and_finishes_it(tmp_path, 
         eval_data = requests.post(f"{api_url}/v1/datasets", headers=headers, timeout=30,
                                   files={"file": ("eval.jsonl", rows.encode())}).json()["id"]
         run_id = requests.post(f"{api_url}/v1/runs", headers=headers, timeout=30,
-                               json={**PLAN, "dataset": dataset}).json()["id"]
+                               json={**LONG_PLAN, "dataset": dataset}).json()["id"]
         wait("step 6", lambda: (get(f"/v1/runs/{run_id}")["progress"]["step"] or 0) >= 6)
         evaluation_id = requests.post(f"{api_url}/v1/evaluations", headers=headers, timeout=30, json={
             "model": "builtin/tiny-qwen3", "dataset": eval_data, "maxTokens": 16}).json()["id"]
         wait("rows scored", lambda: (get(f"/v1/evaluations/{evaluation_id}")["progress"] or {}).get("rows", 0) > 0)
+        assert get(f"/v1/runs/{run_id}")["status"] == "RUNNING"  # both in progress when the stop comes
 
         began = time.monotonic()
         down = training(env, "down")
@@ -193,9 +194,9 @@ def test_training_down_and_up_mid_run_gives_work_back_and_finishes_it(tmp_path, 
                                               else None)(get(f"/v1/runs/{run_id}")))
         messages = [e["message"] for e in get(f"/v1/runs/{run_id}/events")["items"]]
         assert run["status"] == "SUCCEEDED", messages
-        assert reasons.worker_stopped_requeued("local") in messages and run["attempts"] == 1
+        assert reasons.worker_stopped_requeued("local") in messages and run["attempts"] == 1, "\n".join(messages)
         points = [p for p in get(f"/v1/runs/{run_id}/metrics")["items"] if p.get("loss") is not None]
-        assert [p["step"] for p in points] == list(range(1, STEPS + 1))
+        assert [p["step"] for p in points] == list(range(1, LONG_STEPS + 1))
         stopped_at = next(p["step"] for p in points if p["attempt"] == 1) - 1
         assert f"restoring trainingState from step-{stopped_at:06d}" in messages  # its stop's snapshot
         evaluation = wait("the evaluation to end", lambda: (lambda e: e if e["status"] in (

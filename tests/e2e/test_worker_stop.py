@@ -39,6 +39,11 @@ PLAN = {"method": "sft", "model": "builtin/tiny-qwen3",
         "hyperparameters": {"maxSteps": STEPS, "batchSize": 8, "learningRate": 0.003, "seed": 7},
         "snapshots": {"everySteps": 5}}
 EVALUATION_ROWS = 120
+# A run that must still train while an evaluation starts beside it (a new process, a model load):
+# on a loaded machine that took longer than the 34 steps PLAN has left after step 6.
+LONG_STEPS = 150
+LONG_PLAN = {**PLAN, "hyperparameters": {**PLAN["hyperparameters"], "maxSteps": LONG_STEPS},
+             "snapshots": {"everySteps": 10}}
 # Celery's warm shutdown, the run's step boundary and its snapshot, on 2 shared cores; well under
 # the 10 s after which the supervisor and docker compose send SIGKILL.
 STOPS_WITHIN_S = 10
@@ -73,15 +78,15 @@ def event_time(stack, path: str, message: str) -> float | None:
     return epoch(found["time"]) if found else None
 
 
-def start_run(stack, dataset: str) -> str:
-    created = stack.post("/v1/runs", json={**PLAN, "dataset": dataset})
+def start_run(stack, dataset: str, plan: dict = PLAN) -> str:
+    created = stack.post("/v1/runs", json={**plan, "dataset": dataset})
     assert created.status_code == 201, created.text
     return created.json()["id"]
 
 
-def assert_every_step_once(stack, run_id: str) -> list[dict]:
+def assert_every_step_once(stack, run_id: str, steps: int = STEPS) -> list[dict]:
     points = [p for p in stack.get(f"/v1/runs/{run_id}/metrics").json()["items"] if p.get("loss") is not None]
-    assert [p["step"] for p in points] == list(range(1, STEPS + 1)), [(p["step"], p["attempt"]) for p in points]
+    assert [p["step"] for p in points] == list(range(1, steps + 1)), [(p["step"], p["attempt"]) for p in points]
     return points
 
 
@@ -113,12 +118,13 @@ def resumed_from_the_stop(stack, run_id: str, stopped: dict) -> None:
 def test_sigterm_to_the_worker_group_gives_a_run_and_an_evaluation_back(stack, dataset, capsys):
     rows = "".join(json.dumps({"prompt": f"Say {i}:", "completion": str(i)}) + "\n" for i in range(EVALUATION_ROWS))
     eval_data = stack.post("/v1/datasets", files={"file": ("eval.jsonl", rows.encode())}).json()["id"]
-    run_id = start_run(stack, dataset)
+    run_id = start_run(stack, dataset, LONG_PLAN)
     stack.wait_until("step 6", lambda: step_of(stack, run_id) >= 6, every_s=0.05)
     evaluation = stack.post("/v1/evaluations", json={"model": "builtin/tiny-qwen3", "dataset": eval_data,
                                                      "maxTokens": 16}).json()
     stack.wait_until("rows scored", lambda: (stack.get(f"/v1/evaluations/{evaluation['id']}").json()["progress"]
                                              or {}).get("rows", 0) > 0, every_s=0.05)
+    assert run_doc(stack, run_id)["status"] == "RUNNING"  # both in progress when the stop comes
     proc = stack.processes["worker"]
     signalled = time.time()
     os.killpg(proc.pid, signal.SIGTERM)
@@ -137,7 +143,7 @@ def test_sigterm_to_the_worker_group_gives_a_run_and_an_evaluation_back(stack, d
     point = stack.wait_until("the run to train again", lambda: training_started_after(stack, run_id, restarted))
     done = wait_terminal(stack, run_id)
     assert done["status"] == "SUCCEEDED", events(stack, f"/v1/runs/{run_id}")
-    assert_every_step_once(stack, run_id)
+    assert_every_step_once(stack, run_id, LONG_STEPS)
     resumed_from_the_stop(stack, run_id, stopped)
     ev = stack.wait_until("the evaluation to end", lambda: (lambda e: e if e["status"] not in (
         "QUEUED", "STARTING", "RUNNING") else None)(stack.get(f"/v1/evaluations/{evaluation['id']}").json()))

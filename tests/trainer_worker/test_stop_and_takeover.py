@@ -335,13 +335,43 @@ def test_work_with_nothing_to_save_is_given_back_at_once(worker, granted, fake_e
         reporter.started(total_steps=3)
         return TrainingResult(final_step=0, first_loss=None, last_loss=None, stopped_early=True)
 
+    stop.grace_s = 600.0  # waited for, the engine's wait for the exit would fail
     fake_engine(loading)
     run_id, claim = granted()
-    began = time.monotonic()
     assert execution.execute(worker, "run", run_id, claim["id"]) == "stopped: lease lost"
-    assert time.monotonic() - began < stop.grace_s  # not waited for
     assert worker.store.get(run_id)["status"] == RunStatus.QUEUED
     assert reasons.worker_stopped_requeued("local") in events(worker, run_id)
+
+
+def test_a_run_stopped_just_after_a_snapshot_is_given_back_at_once_showing_that_step(
+        worker, granted, fake_engine, stop, monkeypatch):
+    """Nothing to save (its snapshot was just written): the watchdog gives it back at once, and
+    writes the run's throttled progress first, so the QUEUED run shows the step its snapshot holds."""
+    monkeypatch.setattr("services.trainer_worker.reporter.PROGRESS_EVERY_S", 3600.0)  # step 2 stays pending
+    stop.grace_s = 600.0
+
+    def scheduled_snapshot_then_sigterm(worker, run, devices, reporter):
+        reporter.started(total_steps=4)
+        for step in (1, 2):
+            reporter.metrics({"step": step, "loss": 1.0})
+        directory = worker.artifacts.scratch(f"runs/{run['id']}/snapshots/step-000002")
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "snapshot.json").write_text("{}")
+        reporter.snapshot(step=2, key=f"runs/{run['id']}/snapshots/step-000002", directory=directory,
+                          manifest={"layout": 2, "gpus": 1, "method": "sft", "engine": "sft-single",
+                                    "precision": "fp32", "model": "m", "trainingState": {"format": "x"}},
+                          final=False)
+        stop.request()  # SIGTERM now: nothing trained since the snapshot
+        assert stop.exited.wait(10)
+        return TrainingResult(final_step=2, first_loss=1.0, last_loss=1.0, stopped_early=True)
+
+    fake_engine(scheduled_snapshot_then_sigterm)
+    run_id, claim = granted()
+    execution.execute(worker, "run", run_id, claim["id"])
+    run = worker.store.get(run_id)
+    assert run["status"] == RunStatus.QUEUED
+    assert run["progress"]["step"] == worker.store.get(run["latestSnapshot"])["step"] == 2
+    assert reasons.worker_stopped_unsaved(600.0) not in events(worker, run_id)
 
 
 def test_a_stop_requested_as_the_run_ends_leaves_it_ended(worker, granted, fake_engine, stop, monkeypatch):
