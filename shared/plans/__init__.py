@@ -5,6 +5,8 @@
   read too; `parse_plan` validates a request body.
 - `training_plan.py`: `TrainingPlan`, the frozen, typed plan everything past the API reads
   (attributes, never strings), with `from_dict` / `to_dict` for the stored documents.
+- `check.py`: `check(plan, facts)`, the one judge of every rule that spans fields or needs the
+  deployment (imported from there: it reaches the resolver, which reads this package).
 
 `from shared.plans import parse_plan` and the other names below keep working for every importer.
 """
@@ -24,8 +26,6 @@ from shared.plans.schema import (
     RewardSchema,
     _flatten,
     batch_remainder,
-    check_steps,
-    check_target_modules,
     count,
     parse_plan,
     plan_default,
@@ -41,12 +41,13 @@ from shared.plans.training_plan import (
     TrainingPlan,
     UnknownPlanField,
     ValidationPolicy,
+    read_plan,
 )
 
 __all__ = [
     "EPOCHS_WITHOUT_MAX_STEPS", "EXCLUDE", "MAX_GPUS", "METHODS", "PRECISIONS", "RESTORE_KINDS", "WORKLOAD_PATTERN",
     "AdapterSchema", "FullMatch", "HyperparametersSchema", "PlanSchema", "RewardSchema", "_flatten",
-    "batch_remainder", "check_steps", "check_target_modules", "count", "parse_plan", "plan_default",
+    "batch_remainder", "count", "parse_plan", "plan_default",
     "Adapter", "Execution", "Grpo", "Hyperparameters", "Restore", "Reward", "SnapshotPolicy", "TrainingPlan",
-    "UnknownPlanField", "ValidationPolicy",
+    "UnknownPlanField", "ValidationPolicy", "read_plan",
 ]

@@ -296,37 +296,6 @@ def parse_plan(body: Any) -> dict[str, Any]:
     return plan
 
 
-def check_target_modules(plan: dict[str, Any], model: dict[str, Any]) -> None:
-    """adapter.targetModules names modules of the model (its catalog entry's loraTargetModules, which
-    follow from a built-in model's spec or a real entry's config), so a run is refused now rather
-    than failing in the worker when PEFT finds no such module. "all-linear" fits every model."""
-    targets = plan["adapter"]["targetModules"]
-    if targets == "all-linear":
-        return
-    modules = list(model.get("loraTargetModules") or [])
-    unknown = [t for t in dict.fromkeys(targets) if t not in modules]
-    if unknown:
-        raise ValidationFailed(
-            reasons.plan_field_refused("adapter.targetModules", reasons.target_modules_unknown(
-                model=model["id"], unknown=unknown, modules=modules)),
-            details={"field": "adapter.targetModules", "unknown": unknown, "modules": modules})
-
-
-def check_steps(plan: dict[str, Any], *, dataset_rows: int) -> None:
-    """A plan that trains by epochs makes epochs x rows / batchSize steps (a grpo step trains on
-    batchSize completions, numGenerations per row): at most MAX_STEPS, like maxSteps."""
-    hp = plan["hyperparameters"]
-    if hp["maxSteps"] is not None or not hp["epochs"]:
-        return
-    per_row = (plan.get("grpo") or {}).get("numGenerations", 1) if plan["method"] == "grpo" else 1
-    steps = math.ceil(hp["epochs"] * max(dataset_rows, 1) * per_row / hp["batchSize"])
-    if steps > MAX_STEPS:
-        raise ValidationFailed(
-            reasons.plan_field_refused("hyperparameters.epochs", reasons.epochs_too_many_steps(
-                epochs=hp["epochs"], rows=dataset_rows, batch_size=hp["batchSize"], steps=steps, max_steps=MAX_STEPS)),
-            details={"field": "hyperparameters.epochs", "steps": steps, "maxSteps": MAX_STEPS})
-
-
 @functools.cache
 def _schema() -> Schema:
     return PlanSchema()  # only its field declarations are read
@@ -356,6 +325,6 @@ def plan_default(*path: str) -> Any:
     return default() if callable(default) else default
 
 
-__all__ = ["PlanSchema", "parse_plan", "plan_default", "check_target_modules", "check_steps", "FullMatch", "METHODS",
+__all__ = ["PlanSchema", "parse_plan", "plan_default", "FullMatch", "METHODS",
            "batch_remainder",
            "PRECISIONS", "RESTORE_KINDS", "EXCLUDE", "EPOCHS_WITHOUT_MAX_STEPS"]

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Mapping
 
 from shared import reasons
 from shared.engines import RESTORE_NONE
-from shared.plans.schema import batch_remainder, plan_default
+from shared.plans.schema import batch_remainder, parse_plan, plan_default
 
 GRPO = "grpo"
 
@@ -250,3 +250,11 @@ class TrainingPlan(_Part):
     def judges(self) -> list[str]:
         """The judge endpoints (ids or names) the plan's rewards name, in order."""
         return [r.judge for r in (self.grpo.rewards if self.grpo else ()) if r.judge]
+
+
+def read_plan(body: Any) -> tuple[TrainingPlan, str | None]:
+    """A request body as (the plan, the run's name): `parse_plan`'s refusals, else every default
+    filled in. The name is the run's own, not part of the plan it stores."""
+    parsed = parse_plan(body)
+    name = parsed.pop("name")
+    return TrainingPlan.from_dict(parsed), name
