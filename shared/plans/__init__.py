@@ -35,6 +35,7 @@ from shared.plans.training_plan import (
     Execution,
     Grpo,
     Hyperparameters,
+    PlanShown,
     Restore,
     Reward,
     SnapshotPolicy,
@@ -48,6 +49,6 @@ __all__ = [
     "EPOCHS_WITHOUT_MAX_STEPS", "EXCLUDE", "MAX_GPUS", "METHODS", "PRECISIONS", "RESTORE_KINDS", "WORKLOAD_PATTERN",
     "AdapterSchema", "FullMatch", "HyperparametersSchema", "PlanSchema", "RewardSchema", "_flatten",
     "batch_remainder", "count", "parse_plan", "plan_default",
-    "Adapter", "Execution", "Grpo", "Hyperparameters", "Restore", "Reward", "SnapshotPolicy", "TrainingPlan",
+    "Adapter", "Execution", "Grpo", "Hyperparameters", "PlanShown", "Restore", "Reward", "SnapshotPolicy", "TrainingPlan",
     "UnknownPlanField", "ValidationPolicy", "read_plan",
 ]

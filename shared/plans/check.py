@@ -97,11 +97,12 @@ def check(plan: TrainingPlan, facts: PlanFacts) -> Accepted:
     _steps(plan, dataset_rows=int(dataset["rows"]))
     parent = _restore(plan, facts)
     # the engine that trains it, or why none does (400 for rows no engine of the method trains on)
-    engine = resolve(plan.to_dict(), model=model, pool=pool, dataset_format=dataset["format"],
+    engine = resolve(plan, model=model, pool=pool, dataset_format=dataset["format"],
                      dataset_modality=dataset.get("modality") or TEXT)  # datasets stored before images: text
     if validation is not None:
         refuse_the_dataset_modality(validation["id"], model, validation.get("modality") or TEXT,
                                     field="validationDataset")
+    _packing_takes_no_images(plan, dataset)
     _batch_splits(plan)
     _same_engine(plan, parent, engine.name)
     return Accepted(engine=engine, parent=parent, judge_workloads=judge_workloads)
@@ -200,6 +201,13 @@ def _steps(plan: TrainingPlan, *, dataset_rows: int) -> None:
             reasons.plan_field_refused("hyperparameters.epochs", reasons.epochs_too_many_steps(
                 epochs=hp.epochs, rows=dataset_rows, batch_size=hp.batch_size, steps=steps, max_steps=MAX_STEPS)),
             details={"field": "hyperparameters.epochs", "steps": steps, "maxSteps": MAX_STEPS})
+
+
+def _packing_takes_no_images(plan: TrainingPlan, dataset: Mapping[str, Any]) -> None:
+    """sft packs rows into shared sequences only without images (an image's tokens cannot be cut
+    across sequences); grpo does not pack."""
+    if plan.hyperparameters.packing and not plan.is_grpo and (dataset.get("modality") or TEXT) != TEXT:
+        raise ValidationFailed(reasons.IMAGE_ROWS_NOT_PACKED, details={"field": "hyperparameters.packing"})
 
 
 def _batch_splits(plan: TrainingPlan) -> None:

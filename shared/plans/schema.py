@@ -223,7 +223,8 @@ class RestoreSchema(Schema):
 
     snapshot = fields.String(required=True, metadata={"description": "snapshot id to branch from"})
     what = fields.String(required=True, validate=validate.OneOf(RESTORE_KINDS),
-                         metadata={"description": "weights or trainingState"})
+                         metadata={"description": "weights: the snapshot's adapter, with a fresh optimizer; "
+                                                  "trainingState: continue exactly, on the snapshot's GPU count"})
 
 
 class SnapshotPolicySchema(Schema):
@@ -254,7 +255,9 @@ class PlanSchema(Schema):
     validationDataset = fields.String(load_default=None, allow_none=True,
                                       metadata={"description": "dataset id scored for validation loss as the run trains"})
     validation = fields.Nested(ValidationPolicySchema, load_default=lambda: ValidationPolicySchema().load({}))
-    precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS))
+    precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS),
+                              metadata={"description": "the precision the model trains in (each base model lists "
+                                                       "the ones it takes)"})
     execution = fields.Nested(ExecutionSchema, load_default=lambda: ExecutionSchema().load({}))
     adapter = fields.Nested(AdapterSchema, load_default=lambda: AdapterSchema().load({}))
     hyperparameters = fields.Nested(HyperparametersSchema, load_default=lambda: HyperparametersSchema().load({}))

@@ -58,8 +58,7 @@ class _Part:
             raise UnknownPlanField(reasons.plan_field_unknown(".".join((*cls.PATH, unknown[0]))))
         values = {}
         for key, name in names.items():
-            value = data[key] if key in data else plan_default(*cls.PATH, key)
-            values[name] = cls._read(name, value)
+            values[name] = cls._read(name, _value(data, cls.PATH, key))
         return cls(**values)
 
     @classmethod
@@ -73,6 +72,20 @@ class _Part:
 
     def to_dict(self) -> dict[str, Any]:
         return {wire_key(f.name): _written(getattr(self, f.name)) for f in fields(self) if f.init}
+
+
+def _value(data: Mapping[str, Any], path: tuple[str, ...], key: str) -> Any:
+    """The stored value, or where there is none (a plan stored before the field existed, or a null
+    where the field now has a default) the schema's default; a null stays null for a field without
+    one (the startable-runs list's restore names no snapshot)."""
+    value = data.get(key)
+    if value is None:
+        try:
+            return plan_default(*path, key)
+        except KeyError:
+            if key not in data:
+                raise
+    return value
 
 
 def _written(value: Any) -> Any:
@@ -147,7 +160,7 @@ class Reward(_Part):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Reward:
         data = dict(data or {})
-        entry = {key: data[key] if key in data else plan_default(*cls.PATH, key) for key in cls.ENTRY}
+        entry = {key: _value(data, cls.PATH, key) for key in cls.ENTRY}
         return cls(**entry, parameters=tuple((k, v) for k, v in data.items() if k not in cls.ENTRY))
 
     def to_dict(self) -> dict[str, Any]:
@@ -250,6 +263,22 @@ class TrainingPlan(_Part):
     def judges(self) -> list[str]:
         """The judge endpoints (ids or names) the plan's rewards name, in order."""
         return [r.judge for r in (self.grpo.rewards if self.grpo else ()) if r.judge]
+
+
+@dataclass(frozen=True)
+class PlanShown:
+    """What a client shows of a run's plan as an API answer holds it (training_cli/tables.py). Read
+    leniently, unlike a stored plan: a CLI may talk to a server of another release, so a field it
+    does not know is passed over and one that is missing shows as nothing."""
+
+    method: str | None
+    model: str | None
+    dataset: str | None
+
+    @classmethod
+    def of(cls, document: Any) -> PlanShown:
+        document = document if isinstance(document, Mapping) else {}
+        return cls(**{name: document.get(name) for name in ("method", "model", "dataset")})
 
 
 def read_plan(body: Any) -> tuple[TrainingPlan, str | None]:

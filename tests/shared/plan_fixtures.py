@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from shared.plans import TrainingPlan
+
 _HYPERPARAMETERS = {"learningRate": 0.002, "epochs": 1.0, "maxSteps": None, "batchSize": 8, "gradientAccumulation": 1,
                     "warmupSteps": 0, "seed": 42, "maxSeqLength": 512}
 _COMMON = {"model": "builtin/tiny-qwen3", "dataset": "ds-1", "validationDataset": None, "precision": "fp32",
@@ -45,3 +47,21 @@ STORED_PLANS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "TRAIN_ON_PROMPT": tuple(_plan(m, validation=True, hyper={"trainOnPrompt": False}, rewards=_GIVEN_REWARDS)
                              for m in ("sft", "grpo")),
 }
+
+
+def typed(parts: dict[str, Any]) -> TrainingPlan:
+    """A plan a test makes by hand: the parts it gives, a model and dataset when it names none, and
+    every other field its schema default (as a stored plan lacking them reads it)."""
+    return TrainingPlan.from_dict({"model": "builtin/tiny-qwen3", "dataset": "ds-test", **copy.deepcopy(parts)})
+
+
+def amended(plan: TrainingPlan, changes: dict[str, Any]) -> TrainingPlan:
+    """`plan` with `changes` merged in part by part (`{"adapter": {"alpha": 0.5}}` changes only alpha)."""
+
+    def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+        return out
+
+    return TrainingPlan.from_dict(merged(plan.to_dict(), copy.deepcopy(changes)))

@@ -160,6 +160,16 @@ def test_a_batch_that_does_not_split_over_the_gpus():
     assert refused.message == reasons.batch_not_split(batch_size=6, gpus=2, accumulation=2)
 
 
+def test_packing_takes_no_rows_with_images():
+    vision = {**TINY, "id": "builtin/tiny-gemma3-vision", "modality": "image-text"}
+    pictures = Facts(model=vision, dataset={**DATASET, "modality": "image-text"})
+    refused = refusal(plan(model=vision["id"], hyperparameters={"packing": True}), pictures)
+    assert isinstance(refused, ValidationFailed) and refused.details == {"field": "hyperparameters.packing"}
+    assert refused.message == reasons.IMAGE_ROWS_NOT_PACKED
+    assert check(plan(model=vision["id"]), pictures).engine.name == "sft-single"
+    assert check(plan(hyperparameters={"packing": True}), Facts()).engine.name == "sft-single"  # text rows pack
+
+
 @pytest.mark.parametrize("snapshot, readable, sentence", [
     (SNAPSHOT, {"weights": False, "trainingState": False}, reasons.WEIGHTS_UNREADABLE),
     ({**SNAPSHOT, "model": "other/model"}, None,
