@@ -8,8 +8,7 @@ digests, the parent snapshot).
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from services.api.auth import Principal
 from services.api.branches import readable_of, snapshot_for
@@ -26,16 +25,21 @@ class RunPlanFacts:
 
     def __init__(self, context: Context, plan: TrainingPlan, who: Principal):
         self.context, self.plan, self.who = context, plan, who
+        self._found: dict[str, Any] = {}  # what was looked up once, for the run the API then stores
 
-    @functools.cache
+    def _once(self, what: str, look_up: Callable[[], Any]) -> Any:
+        if what not in self._found:
+            self._found[what] = look_up()
+        return self._found[what]
+
     def dataset(self) -> dict[str, Any]:
-        return visible_dataset(self.context, self.plan.dataset, self.who)
+        return self._once("dataset", lambda: visible_dataset(self.context, self.plan.dataset, self.who))
 
-    @functools.cache
     def validation_dataset(self) -> dict[str, Any] | None:
         if not self.plan.validation_dataset:
             return None
-        return visible_dataset(self.context, self.plan.validation_dataset, self.who, field="validationDataset")
+        return self._once("validation", lambda: visible_dataset(self.context, self.plan.validation_dataset, self.who,
+                                                                field="validationDataset"))
 
     def pool(self, name: str) -> Pool | None:
         return self.context.config.pool(name)
@@ -50,10 +54,9 @@ class RunPlanFacts:
         doc = find_endpoint(self.context.store, name, workloads=self.who.name_scope)
         return doc if doc is not None and self.who.may_use(doc.get("workload", "")) else None
 
-    @functools.cache
     def model(self) -> dict[str, Any]:
         catalog = self.context.catalog
-        return catalog.describe(catalog.check_loadable(self.plan.model))
+        return self._once("model", lambda: catalog.describe(catalog.check_loadable(self.plan.model)))
 
     def snapshot(self, snapshot_id: str) -> dict[str, Any]:
         return snapshot_for(self.context, snapshot_id, self.who)
