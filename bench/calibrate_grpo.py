@@ -159,7 +159,7 @@ def server_check(ctx: Context, shape_name: str) -> dict[str, Any]:
     return result
 
 
-def memory_row(model_dir, shape, plan: dict[str, Any], peak: int, device_peak: int | None) -> dict[str, Any]:
+def memory_row(model_dir, shape, plan, peak: int, device_peak: int | None) -> dict[str, Any]:
     """What bench/calibrate_memory.row prints, for this part's run (its own plan: a rank-16 adapter,
     2 prompts x 8 completions of 64 tokens)."""
     import torch
@@ -170,7 +170,7 @@ def memory_row(model_dir, shape, plan: dict[str, Any], peak: int, device_peak: i
 
     facts = model_facts(model_dir, parameters=shape.parameters())
     trainer = trainer_memory_gib(plan, model=facts)
-    return {"shape": shape.name, "method": "grpo", "engine": "grpo-single (part a)", "precision": plan["precision"],
+    return {"shape": shape.name, "method": "grpo", "engine": "grpo-single (part a)", "precision": plan.precision,
             "trainerEstimateGiB": trainer, "estimateGiB": training_memory_gib(plan, model=facts), "peakBytes": peak,
             "reservedBytes": torch.cuda.max_memory_reserved(), "devicePeakAddedBytes": device_peak,
             "measuredOverEstimate": peak / GIB / trainer}

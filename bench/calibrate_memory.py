@@ -63,18 +63,20 @@ def _text(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-def plan_of(method: str, precision: str, shape_name: str) -> dict[str, Any]:
-    plan = {
-        "method": method, "model": f"bench/{shape_name}", "precision": precision,
+def plan_of(method: str, precision: str, shape_name: str):
+    from shared.plans import TrainingPlan
+
+    body = {
+        "method": method, "model": f"bench/{shape_name}", "dataset": "bench-rows", "precision": precision,
         "adapter": {"rank": 8, "alpha": 16, "dropout": 0.0, "targetModules": "all-linear"},
         "hyperparameters": {"learningRate": 1e-4, "maxSteps": STEPS, "epochs": None, "batchSize": 8,
                             "gradientAccumulation": 1, "warmupSteps": 0, "seed": 1, "maxSeqLength": 512},
         "snapshots": {"everySteps": None}, "execution": {"gpus": 1},
     }
     if method == "grpo":
-        plan["grpo"] = {"klPenalty": 0.0, "numGenerations": 4, "maxCompletionLength": 128, "temperature": 1.0,
+        body["grpo"] = {"klPenalty": 0.0, "numGenerations": 4, "maxCompletionLength": 128, "temperature": 1.0,
                         "rewards": [{"function": "length", "target": 64, "weight": 1.0}]}
-    return plan
+    return TrainingPlan.from_dict(body)
 
 
 def write_dataset(method: str, path: Path) -> Path:
@@ -107,6 +109,7 @@ def child(raw: str) -> int:
     from bench.calibrate_kit import DevicePeak
     from services.trainer_worker.engines import engine_function
     from services.trainer_worker.engines.base import TrainingJob
+    from shared.plans import TrainingPlan
     from tests.trainer_worker.doubles import RecordingReporter
 
     device = case["device"]
@@ -116,8 +119,9 @@ def child(raw: str) -> int:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), RANK="0", LOCAL_RANK="0",
                           WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
     work = Path(case["work"])
-    job = TrainingJob(f"run-memory-{case['engine']}", case["plan"], case["engine"], Path(case["modelDir"]),
-                      write_dataset(case["plan"]["method"], work / "rows.jsonl"), work, [case["slot"]])
+    plan = TrainingPlan.from_dict(case["plan"])
+    job = TrainingJob(f"run-memory-{case['engine']}", plan, case["engine"], Path(case["modelDir"]),
+                      write_dataset(plan.method, work / "rows.jsonl"), work, [case["slot"]])
     baseline = _rss()
     if device == "cuda":
         torch.cuda.init()
@@ -151,7 +155,7 @@ def run_case(ctx: Context, shape_name: str, method: str, engine: str, precision:
     plan = plan_of(method, precision, shape.name)
     work = ctx.work / "memory" / f"{shape.name}-{engine}-{precision}"
     work.mkdir(parents=True, exist_ok=True)
-    case = {"device": ctx.device, "slot": ctx.slot, "engine": engine, "plan": plan, "modelDir": str(model_dir),
+    case = {"device": ctx.device, "slot": ctx.slot, "engine": engine, "plan": plan.to_dict(), "modelDir": str(model_dir),
             "work": str(work)}
     free_cuda()
     started = time.perf_counter()

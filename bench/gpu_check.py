@@ -42,6 +42,7 @@ from services.trainer_worker.engines.base import Restore, read_manifest  # noqa:
 from services.trainer_worker.engines.distributed import run_distributed  # noqa: E402
 from shared.artifacts import ArtifactRoot  # noqa: E402
 from shared.tiny_models import SAMPLE_DATASET, ensure_builtin  # noqa: E402
+from tests.shared.plan_fixtures import amended  # noqa: E402
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff  # noqa: E402
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset  # noqa: E402
 
@@ -68,7 +69,7 @@ class Setup:
     def sft_job(self, name: str, *, precision: str = "fp32", engine: str | None = None, **hyper):
         job = make_job(self.model_dir, self.work / name, run_id=f"run-check-{name}", engine=engine,
                        maxSteps=self.steps, **{"every_steps": None, **hyper})
-        job.plan["precision"] = precision
+        job.plan = amended(job.plan, {"precision": precision})
         job.devices = [self.slot]
         return job
 
@@ -105,7 +106,7 @@ def check_grpo(setup: Setup) -> Outcome:
     dataset = write_toy_dataset(setup.work / "grpo-prompts.jsonl", answer)
     job = grpo_job(setup.model_dir, setup.work / "grpo", dataset, maxSteps=setup.steps, batchSize=8,
                    run_id="run-check-grpo")
-    job.plan["grpo"].update(numGenerations=4, maxCompletionLength=4)
+    job.plan = amended(job.plan, {"grpo": {"numGenerations": 4, "maxCompletionLength": 4}})
     job.devices = [setup.slot]
     reporter = RecordingReporter()
     result = train(job, reporter)
@@ -199,16 +200,16 @@ def check_speed(setup: Setup) -> Outcome:
     train(job, reporter)
     ours = engine_tokens_per_second(reporter)
     checkpointing = any(m.startswith("activation checkpointing on") for _, m in reporter.events)
-    hp, adapter = job.plan["hyperparameters"], job.plan["adapter"]
+    hp, adapter = job.plan.hyperparameters, job.plan.adapter
     rows = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines() if line.strip()]
     bare = bare_sft_run(
         model=load_causal_lm(setup.model_dir, "fp32", device="cuda" if setup.device == "cuda" else "cpu"),
         tokenizer=load_tokenizer(setup.model_dir), rows=rows, work=setup.work / "bare-trl", device=setup.device,
-        config=dict(max_steps=setup.steps, per_device_train_batch_size=int(hp["batchSize"]),
-                    learning_rate=float(hp["learningRate"]), max_length=int(hp["maxSeqLength"]),
-                    seed=int(hp["seed"]), dataloader_num_workers=0, bf16=False, fp16=False,
+        config=dict(max_steps=setup.steps, per_device_train_batch_size=int(hp.batch_size),
+                    learning_rate=float(hp.learning_rate), max_length=int(hp.max_seq_length),
+                    seed=int(hp.seed), dataloader_num_workers=0, bf16=False, fp16=False,
                     gradient_checkpointing=checkpointing),  # as the engine, where TRL's defaults differ
-        peft=dict(r=int(adapter["rank"]), lora_alpha=int(adapter["alpha"]), lora_dropout=0.0,
+        peft=dict(r=int(adapter.rank), lora_alpha=int(adapter.alpha), lora_dropout=0.0,
                   target_modules="all-linear"),
     ).tokens_per_second
     ratio = ours / bare

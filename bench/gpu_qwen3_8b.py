@@ -43,8 +43,10 @@ from bench.gpu_throughput import (
     mean_context,
 )
 from services.trainer_worker.engines import kit, train
+from shared.plans import TrainingPlan
 from shared.resolver import GIB, trainer_memory_gib
 from shared.tiny_models import CHAT_TEMPLATE, IM_END, IM_START, PAD_TOKEN
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import make_job
 
 # Qwen/Qwen3-8B's config.json, as published
@@ -175,8 +177,8 @@ def engine_run(setup_device: str, model_dir: Path, dataset: Path, work: Path, si
     job = make_job(model_dir, work, dataset=dataset, run_id=f"run-check-8b-{work.name}", every_steps=None,
                    maxSteps=sizes.steps, batchSize=sizes.batch, maxSeqLength=sizes.seq, learningRate=1e-4,
                    warmupSteps=0, packing=True)
-    job.plan["precision"], job.plan["model"] = "bf16", MODEL_NAME
-    job.plan["adapter"] = {"rank": RANK, "alpha": 2 * RANK, "dropout": 0.0, "targetModules": "all-linear"}
+    job.plan = amended(job.plan, {"precision": "bf16", "model": MODEL_NAME, "adapter": {
+        "rank": RANK, "alpha": 2 * RANK, "dropout": 0.0, "targetModules": "all-linear"}})
     job.devices = ["cuda:0" if setup_device == "cuda" else "cpu:0"]
     reporter = TimedReporter()
     with random_weights_loader() as seen:
@@ -184,7 +186,7 @@ def engine_run(setup_device: str, model_dir: Path, dataset: Path, work: Path, si
     losses = [p["loss"] for p in reporter.points]
     checkpointing = any(m.startswith("activation checkpointing on") for _, m in reporter.events)
     return {"tokensPerSecond": engine_tokens_per_second(reporter), "trained": result.final_step == sizes.steps
-            and finite(losses), "checkpointing": checkpointing, "plan": job.plan, "attention": seen.get("attention"),
+            and finite(losses), "checkpointing": checkpointing, "plan": job.plan.to_dict(), "attention": seen.get("attention"),
             "events": [m for _, m in reporter.events if m.startswith(("training ", "activation"))]}
 
 
@@ -235,7 +237,7 @@ def verdict(device: str, sizes: Sizes, config, flops: dict[str, float],
     ratio = speed["engine"] / speed["bare"]
     facts = {"parameters": _parameters(config), "hiddenSize": config.hidden_size,
              "layers": config.num_hidden_layers, "vocabSize": config.vocab_size}
-    plan = runs["engine"][0]["plan"]
+    plan = TrainingPlan.from_dict(runs["engine"][0]["plan"])
     estimate = {side: trainer_memory_gib(plan, model=facts, activation_checkpointing=rs[0]["checkpointing"])
                 for side, rs in runs.items()}
 

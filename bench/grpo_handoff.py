@@ -47,6 +47,7 @@ from services.trainer_worker.engines.base import TrainingJob  # noqa: E402
 from services.trainer_worker.engines.grpo import run_grpo  # noqa: E402
 from services.trainer_worker.engines.rollouts import HandOff, RolloutServer  # noqa: E402
 from shared.artifacts import ArtifactRoot  # noqa: E402
+from shared.plans import TrainingPlan  # noqa: E402
 from shared.tiny_models import ensure_builtin  # noqa: E402
 
 SHAPE = dict(hidden_size=768, num_hidden_layers=16, num_attention_heads=12, num_key_value_heads=4, head_dim=64,
@@ -157,21 +158,21 @@ class Points:
 
 
 def grpo_plan(steps: int, *, precision: str = "fp32", rank: int = 16, batch: int = 8, generations: int = 4,
-              completion_tokens: int = 16, model: str = "bench/qwen3-100m") -> dict:
+              completion_tokens: int = 16, model: str = "bench/qwen3-100m") -> TrainingPlan:
     """A GRPO plan of `steps` measured steps (plus step 1, which hands nothing over)."""
-    return {
-        "method": "grpo", "model": model, "precision": precision,
+    return TrainingPlan.from_dict({
+        "method": "grpo", "model": model, "dataset": "bench-prompts", "precision": precision,
         "adapter": {"rank": rank, "alpha": 2 * rank, "dropout": 0.0, "targetModules": "all-linear"},
         "hyperparameters": {"learningRate": 1e-4, "maxSteps": steps + 1, "epochs": None, "batchSize": batch,
                             "gradientAccumulation": 1, "warmupSteps": 0, "seed": 7, "maxSeqLength": 256},
         "grpo": {"klPenalty": 0.0, "numGenerations": generations, "maxCompletionLength": completion_tokens,
                  "temperature": 1.0, "rewards": [{"function": "length", "target": 24, "weight": 1.0}]},
         "snapshots": {"everySteps": None}, "execution": {"gpus": 1},
-    }
+    })
 
 
 def run(label: str, server_class, model_dir: Path, dataset: Path, work: Path, steps: int, *,
-        plan: dict | None = None, device: str = "cpu:0", quiet: bool = False) -> tuple[list[dict], RolloutServer]:
+        plan: TrainingPlan | None = None, device: str = "cpu:0", quiet: bool = False) -> tuple[list[dict], RolloutServer]:
     """One GRPO run with `server_class`: the metric points of steps 2.. and the rollout server it used."""
     started: list[RolloutServer] = []
 

@@ -53,10 +53,10 @@ def measure(model_dir: str, work: str, steps: int) -> dict:
     job = make_job(Path(model_dir), Path(work), maxSteps=steps, every_steps=None, batchSize=8, maxSeqLength=256)
     run_sft(job, RecordingReporter())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"baselineBytes": baseline, "peakBytes": peak, "plan": job.plan}
+    return {"baselineBytes": baseline, "peakBytes": peak, "plan": job.plan.to_dict()}
 
 
-def estimate(model_dir: Path, plan: dict) -> dict:
+def estimate(model_dir: Path, plan) -> dict:
     from services.trainer_worker.engines.rollout_sizes import model_facts
     from shared.models import load_causal_lm
     from shared.resolver import RUNTIME_GIB, trainer_memory_gib
@@ -73,6 +73,7 @@ def main(argv: list[str]) -> int:
     steps = int(argv[0]) if argv else 3
     from bench.grpo_handoff import build_model
     from shared.artifacts import ArtifactRoot
+    from shared.plans import TrainingPlan
     from shared.tiny_models import ensure_builtin
 
     rows = []
@@ -85,7 +86,7 @@ def main(argv: list[str]) -> int:
             done = subprocess.run([sys.executable, __file__, "--measure", str(model_dir), str(tmp / name.split()[0]),
                                    str(steps)], capture_output=True, text=True, check=True, cwd=ROOT)
             measured = json.loads(done.stdout.strip().splitlines()[-1])
-            guess = estimate(model_dir, measured["plan"])
+            guess = estimate(model_dir, TrainingPlan.from_dict(measured["plan"]))
             used = (measured["peakBytes"] - measured["baselineBytes"]) / GIB
             rows.append({"model": name, "parameters": guess["parameters"], "steps": steps,
                          "estimateGiB": round(guess["estimateGiB"], 3), "measuredGiB": round(used, 3),

@@ -15,9 +15,7 @@ Plain Python, no torch: the API (the resolver) and the worker (the rollout serve
 from __future__ import annotations
 
 import math
-from typing import Any
-
-from shared.plans import plan_default
+from shared.plans import TrainingPlan
 
 GIB = 1024**3
 BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -27,34 +25,25 @@ BATCH_INVARIANT_MIN_CAPABILITY = (9, 0)  # vLLM's batch-invariant kernels need H
 UTILIZATION_STEP = 0.01  # --gpu-memory-utilization is rounded down to this
 
 
-def _grpo(plan: dict[str, Any], name: str) -> int:
-    value = (plan.get("grpo") or {}).get(name)
-    return int(value if value is not None else plan_default("grpo", name))
-
-
-def max_model_len(plan: dict[str, Any], *, max_positions: int | None = None) -> int:
+def max_model_len(plan: TrainingPlan, *, max_positions: int | None = None) -> int:
     """The longest sequence a rollout needs: the prompt (at most maxSeqLength) and its completion,
     bounded by the model's `max_positions` (its config's max_position_embeddings) when known."""
-    hp = plan.get("hyperparameters") or {}
-    prompt = int(hp.get("maxSeqLength") or plan_default("hyperparameters", "maxSeqLength"))
-    longest = prompt + _grpo(plan, "maxCompletionLength")
+    longest = plan.hyperparameters.max_seq_length + plan.grpo_settings.max_completion_length
     return min(longest, int(max_positions)) if max_positions else longest
 
 
-def kv_cache_bytes(plan: dict[str, Any], *, hidden: int, layers: int, sequences: int) -> float:
+def kv_cache_bytes(plan: TrainingPlan, *, hidden: int, layers: int, sequences: int) -> float:
     """Keys and values of `sequences` full-length rollouts: 2 x layers x KV width x bytes per token."""
-    per_token = 2 * layers * hidden * KV_WIDTH_OF_HIDDEN * BYTES_PER_PARAMETER[plan["precision"]]
+    per_token = 2 * layers * hidden * KV_WIDTH_OF_HIDDEN * BYTES_PER_PARAMETER[plan.precision]
     return float(sequences * max_model_len(plan) * per_token)
 
 
-def rollout_server_gib(plan: dict[str, Any], *, parameters: float, hidden: int, layers: int) -> float:
+def rollout_server_gib(plan: TrainingPlan, *, parameters: float, hidden: int, layers: int) -> float:
     """What one GPU's rollout server needs: the base weights, the KV cache of the completions its
     rank samples at once (its share of the global batch), its runtime."""
-    gpus = int((plan.get("execution") or {}).get("gpus") or 1)
-    hp = plan.get("hyperparameters") or {}
-    batch = int(hp.get("batchSize") or plan_default("hyperparameters", "batchSize"))
-    sequences = max(1, batch // gpus)  # completions per rank per step (numGenerations per prompt among them)
-    weights = parameters * BYTES_PER_PARAMETER[plan["precision"]]
+    # completions per rank per step (numGenerations per prompt among them)
+    sequences = max(1, plan.hyperparameters.batch_size // plan.execution.gpus)
+    weights = parameters * BYTES_PER_PARAMETER[plan.precision]
     kv = kv_cache_bytes(plan, hidden=hidden, layers=layers, sequences=sequences)
     return (weights + kv) / GIB + SERVER_RUNTIME_GIB
 

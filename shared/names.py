@@ -1,5 +1,5 @@
 """The rules for the names and ids a user passes: one rule each, shared by the deployment config,
-the request bodies (shared/plans.py and the other schemas) and the query parameters of the API.
+the request bodies (shared/plans/ and the other schemas) and the query parameters of the API.
 
 A value that breaks its rule is refused (400 naming where it was) rather than looked up: a filter
 such as `?workload=../../x` names nothing that could exist, and answering it with an empty list

@@ -1090,3 +1090,60 @@ def service_started_by_request(name: str, pid: int) -> str:
 def service_already(name: str, state: str) -> str:
     """What `training stop` / `training start` prints for a service already in that state."""
     return f"{name} is already {state}"
+
+
+# --- The run plan (shared/plans/: its schema, its check) and the runs API (services/api/runs.py,
+# branches.py, grpo_plans.py)
+
+PLAN_NOT_AN_OBJECT = "the plan must be a JSON object"
+TARGET_MODULES_SHAPE = 'must be "all-linear" or a non-empty list of module names'
+BATCH_NOT_A_MULTIPLE_OF_ACCUMULATION = "must be a multiple of gradientAccumulation"
+
+
+def plan_field_refused(field: str, problem: str) -> str:
+    """A plan field the schema or a rule refuses: `plan field hyperparameters.epochs: ...`."""
+    return f"plan field {field}: {problem}"
+
+
+def validation_format_differs(*, validation: str, validation_format: str, dataset: str, dataset_format: str) -> str:
+    return (f"validation dataset {validation} holds {validation_format} rows and dataset {dataset} holds "
+            f"{dataset_format} rows; a run validates on rows of its training format")
+
+
+def plan_pool_unknown(pool: str) -> str:
+    """A plan's execution.pool that the deployment does not have."""
+    return f"pool {pool} does not exist in this deployment"
+
+
+def snapshot_unknown(snapshot_id: str) -> str:
+    """A snapshot a request names that does not exist, or that this token may not see."""
+    return f"snapshot {snapshot_id} does not exist"
+
+
+def run_already_ended(run_id: str, status: str) -> str:
+    return f"run {run_id} has already ended ({status})"
+
+
+def run_queued(*, pool: str, gpus: int, engine: str) -> str:
+    """A new run's first event."""
+    return f"queued in pool {pool} for {gpus} GPU(s); engine {engine}"
+
+
+def run_resumed(*, pool: str, gpus: int) -> str:
+    """The event of a run the user resumed."""
+    return f"resumed by the user; queued in pool {pool} for {gpus} GPU(s)"
+
+
+RUN_CANCEL_REQUESTED = "cancel requested by the user"
+RUN_CANCELLED = "cancelled by the user"
+RUN_PAUSE_REQUESTED = "pause requested by the user"
+
+
+def plan_field_unknown(field: str) -> str:
+    """A stored plan holding a key no field of the plan has (training_plan.py reads none by half)."""
+    return f"plan field {field} is not a field of a run plan"
+
+
+def plan_field_missing(field: str) -> str:
+    """A stored plan without a field that has no default (model, dataset)."""
+    return f"plan field {field} is missing, and it has no default"

@@ -21,32 +21,22 @@ from shared.datasets import FORMATS
 from shared.engines import ALL_RESTORES, RESTORE_NONE, EngineSpec
 from shared.errors import Unprocessable, ValidationFailed
 from shared.gpu_share import rollout_server_gib
-from shared.plans import AdapterSchema, HyperparametersSchema, plan_default
-
-
-def _restore_kind(plan: dict[str, Any]) -> str:
-    restore = plan.get("restore")
-    return restore["what"] if restore else RESTORE_NONE
-
-
-def _kl(plan: dict[str, Any]) -> bool:
-    grpo = plan.get("grpo") or {}
-    return plan["method"] == "grpo" and (grpo.get("klPenalty") or 0) > 0
+from shared.plans import Adapter, AdapterSchema, HyperparametersSchema, TrainingPlan
 
 
 def _device_kinds(pool: Pool, gpus: int) -> set[str]:
     return {n.device_kind for n in pool.nodes if n.device_count >= gpus}
 
 
-def _refuse_the_dataset_format(plan: dict[str, Any], dataset_format: str) -> None:
+def _refuse_the_dataset_format(plan: TrainingPlan, dataset_format: str) -> None:
     """Refuse (400, naming the dataset) rows that no engine of the plan's method declares it trains on.
     A method no engine trains is left to the engine refusal, which names what was asked for."""
-    of_method = [spec for spec in engines.ENGINES if spec.method == plan["method"]]
+    of_method = [spec for spec in engines.ENGINES if spec.method == plan.method]
     declared = {fmt for spec in of_method for fmt in spec.dataset_formats}
     if not of_method or dataset_format in declared:
         return
     raise ValidationFailed(
-        reasons.dataset_format_refused(dataset=plan["dataset"], dataset_format=dataset_format, method=plan["method"],
+        reasons.dataset_format_refused(dataset=plan.dataset, dataset_format=dataset_format, method=plan.method,
                                        trains_on=[fmt for fmt in FORMATS if fmt in declared]
                                        + sorted(declared - set(FORMATS))),
         details={"field": "dataset"},
@@ -66,7 +56,7 @@ def refuse_the_dataset_modality(dataset: str, model: dict[str, Any], dataset_mod
     )
 
 
-def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool,
+def resolve(plan: TrainingPlan, *, model: dict[str, Any], pool: Pool,
             dataset_format: str | None = None, dataset_modality: str | None = None) -> EngineSpec:
     """Return the engine that trains `plan` on `model` in `pool` over rows of `dataset_format`
     (shared/datasets.py FORMATS; None: whatever the dataset, as `startable_runs` asks) and
@@ -75,9 +65,9 @@ def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool,
     if dataset_format is not None:
         _refuse_the_dataset_format(plan, dataset_format)
     if dataset_modality is not None:
-        refuse_the_dataset_modality(plan["dataset"], model, dataset_modality)
-    gpus = plan["execution"]["gpus"]
-    precision = plan["precision"]
+        refuse_the_dataset_modality(plan.dataset, model, dataset_modality)
+    gpus = plan.execution.gpus
+    precision = plan.precision
     if gpus > pool.largest_node_gpus:
         raise Unprocessable(
             reasons.gpus_exceed_every_node(gpus=gpus, pool=pool.name, largest_node_gpus=pool.largest_node_gpus),
@@ -93,20 +83,20 @@ def resolve(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool,
         spec for spec in engines.ENGINES
         if gpus in model["gpuCounts"] and model["modality"] in spec.modalities
         and (dataset_format is None or dataset_format in spec.dataset_formats)
-        and any(spec.trains(method=plan["method"], gpus=gpus, precision=precision, kl=_kl(plan),
-                            restore=_restore_kind(plan), device_kind=kind) for kind in kinds)
+        and any(spec.trains(method=plan.method, gpus=gpus, precision=precision, kl=plan.kl,
+                            restore=plan.restore_kind, device_kind=kind) for kind in kinds)
     ]
     if not capable:
         raise _engine_refusal(plan)
     return _the_one_that_fits(plan, capable, model=model, pool=pool)
 
 
-def _engine_refusal(plan: dict[str, Any]) -> Unprocessable:
-    gpus = plan["execution"]["gpus"]
+def _engine_refusal(plan: TrainingPlan) -> Unprocessable:
+    gpus = plan.execution.gpus
     return Unprocessable(
-        reasons.engine_refused(method=plan["method"], kl_penalty=1.0 if _kl(plan) else 0.0,
-                               restores_weights=_restore_kind(plan) == "weights", gpus=gpus),
-        details={"method": plan["method"], "gpus": gpus, "restore": _restore_kind(plan)},
+        reasons.engine_refused(method=plan.method, kl_penalty=1.0 if plan.kl else 0.0,
+                               restores_weights=plan.restore_kind == "weights", gpus=gpus),
+        details={"method": plan.method, "gpus": gpus, "restore": plan.restore_kind},
     )
 
 
@@ -116,6 +106,7 @@ def _engine_refusal(plan: dict[str, Any]) -> Unprocessable:
 ASSUMED_ADAPTER_FIELDS = ("rank", "targetModules")
 ASSUMED_HYPERPARAMETER_FIELDS = ("batchSize", "gradientAccumulation", "maxSeqLength")
 ANY_KL_PENALTY = 0.1  # any klPenalty > 0 resolves alike
+ANY_DATASET = ""  # a startable row holds whatever the dataset (asked with dataset_format None)
 
 
 def startable_assumptions() -> dict[str, dict[str, Any]]:
@@ -125,20 +116,22 @@ def startable_assumptions() -> dict[str, dict[str, Any]]:
             "hyperparameters": {k: hyper[k] for k in ASSUMED_HYPERPARAMETER_FIELDS}}
 
 
-def startable_plan(*, method: str, gpus: int, precision: str, kl: bool, restore: str,
-                   assumes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The plan a row of `startable_runs` stands for: the row's choices, everything else the defaults."""
+def startable_plan(*, model: str, method: str, gpus: int, precision: str, kl: bool, restore: str,
+                   assumes: dict[str, dict[str, Any]] | None = None) -> TrainingPlan:
+    """The plan a row of `startable_runs` stands for: the row's choices, everything else the defaults.
+    It names no dataset and no snapshot: a row holds for any."""
     assumes = assumes or startable_assumptions()
-    plan: dict[str, Any] = {"method": method, "precision": precision, "execution": {"gpus": gpus},
-                            "adapter": dict(assumes["adapter"]), "hyperparameters": dict(assumes["hyperparameters"])}
+    body: dict[str, Any] = {"method": method, "model": model, "dataset": ANY_DATASET, "precision": precision,
+                            "execution": {"gpus": gpus}, "adapter": dict(assumes["adapter"]),
+                            "hyperparameters": dict(assumes["hyperparameters"])}
     if method == "grpo":
-        plan["grpo"] = {"klPenalty": ANY_KL_PENALTY if kl else 0.0}
+        body["grpo"] = {"klPenalty": ANY_KL_PENALTY if kl else 0.0}
     if restore != RESTORE_NONE:
-        plan["restore"] = {"snapshot": None, "what": restore}
-    return plan
+        body["restore"] = {"snapshot": None, "what": restore}
+    return TrainingPlan.from_dict(body)
 
 
-def _accepts(plan: dict[str, Any], *, model: dict[str, Any], pool: Pool) -> EngineSpec | None:
+def _accepts(plan: TrainingPlan, *, model: dict[str, Any], pool: Pool) -> EngineSpec | None:
     try:
         # A model's startable runs are listed before any dataset is chosen: any format.
         return resolve(plan, model=model, pool=pool, dataset_format=None)
@@ -160,9 +153,9 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
     candidates = product(dict.fromkeys(spec.method for spec in engines.ENGINES), sorted(set(model["gpuCounts"])),
                          sorted(set(model["precisions"])), (False, True), ALL_RESTORES)
     for method, gpus, precision, kl, restore in candidates:
-        plan = startable_plan(method=method, gpus=gpus, precision=precision, kl=kl, restore=restore,
-                              assumes=assumes)
-        if kl and not _kl(plan):
+        plan = startable_plan(model=model["id"], method=method, gpus=gpus, precision=precision, kl=kl,
+                              restore=restore, assumes=assumes)
+        if kl and not plan.kl:
             continue  # only grpo plans carry a KL penalty
         for pool in pools:
             spec = _accepts(plan, model=model, pool=pool)
@@ -234,46 +227,41 @@ def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
     return hidden, layers, vocab
 
 
-def lora_parameters(adapter: dict[str, Any], *, hidden: int, layers: int) -> int:
-    targets = adapter.get("targetModules") or plan_default("adapter", "targetModules")
-    if targets == "all-linear":
+def lora_parameters(adapter: Adapter, *, hidden: int, layers: int) -> int:
+    targets = adapter.target_modules
+    if adapter.every_linear_layer:
         targets = list(LORA_WIDTHS)
     elif isinstance(targets, str):
         targets = [targets]
     width = sum(LORA_WIDTHS.get(name, OTHER_MODULE_WIDTH) for name in targets)
-    return int(int(adapter.get("rank") or plan_default("adapter", "rank")) * layers * width * hidden)
+    return int(adapter.rank * layers * width * hidden)
 
 
-def training_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False) -> float | None:
+def training_memory_gib(plan: TrainingPlan, *, model: dict[str, Any], sharded: bool = False) -> float | None:
     """About how many GiB each GPU needs to train `plan` (None when the model's size is unknown):
     every GPU with a whole copy of the model (DDP, one GPU), or `sharded` across the plan's GPUs (FSDP2).
     A grpo plan's GPUs also hold the rollout server (shared/gpu_share.py)."""
     trainer = trainer_memory_gib(plan, model=model, sharded=sharded)
-    if trainer is None or plan["method"] != "grpo":
+    if trainer is None or not plan.is_grpo:
         return trainer
     hidden, layers, _ = model_shape(model)
     return trainer + rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
 
 
-def trainer_memory_gib(plan: dict[str, Any], *, model: dict[str, Any], sharded: bool = False,
+def trainer_memory_gib(plan: TrainingPlan, *, model: dict[str, Any], sharded: bool = False,
                        activation_checkpointing: bool = True) -> float | None:
     """What the training process alone needs on each GPU (the rollout server beside it not counted),
     with activation checkpointing (how plans are admitted) or without it (what an engine trains with
     when that fits)."""
     if not model.get("parameters"):
         return None
-    precision = plan["precision"]
+    precision = plan.precision
     hidden, layers, vocab = model_shape(model)
-    hp = plan.get("hyperparameters") or {}
-
-    def hyper(name: str) -> int:  # a plan made by hand (the startable list's) may leave some out
-        return int(hp.get(name) or plan_default("hyperparameters", name))
-
-    gpus = int((plan.get("execution") or {}).get("gpus") or plan_default("execution", "gpus"))
-    micro_batch = max(1, hyper("batchSize") // (gpus * hyper("gradientAccumulation")))
-    seq = hyper("maxSeqLength")
+    gpus = plan.execution.gpus
+    micro_batch = plan.hyperparameters.micro_batch(gpus)
+    seq = plan.hyperparameters.max_seq_length
     weights = float(model["parameters"]) * BYTES_PER_PARAMETER[precision]
-    adapter = lora_parameters(plan.get("adapter") or {}, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
+    adapter = lora_parameters(plan.adapter, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
     if sharded:
         weights, adapter = weights / gpus + gathered_unit_bytes(model, precision), adapter / gpus
     kept = layers + RECOMPUTED_LAYER_TENSORS if activation_checkpointing else layers * UNCHECKPOINTED_LAYER_TENSORS
@@ -292,17 +280,17 @@ def gathered_unit_bytes(model: dict[str, Any], precision: str) -> float:
     return max(GATHERED_LAYERS * per_layer, embedding) * BYTES_PER_PARAMETER[precision]
 
 
-def _largest_memory(plan: dict[str, Any], pool: Pool) -> tuple[float | None, list[float]]:
+def _largest_memory(plan: TrainingPlan, pool: Pool) -> tuple[float | None, list[float]]:
     """The most memory per GPU of a node that could take the plan (None: some such node has unknown
     memory, so anything might fit), and the memories of those nodes."""
-    gpus = plan["execution"]["gpus"]
+    gpus = plan.execution.gpus
     memories = [n.memory_gib for n in pool.nodes if n.device_count >= gpus]
     if not memories or any(m is None for m in memories):
         return None, []
     return max(float(m) for m in memories), [float(m) for m in memories]
 
 
-def _the_one_that_fits(plan: dict[str, Any], capable: list[EngineSpec], *, model: dict[str, Any],
+def _the_one_that_fits(plan: TrainingPlan, capable: list[EngineSpec], *, model: dict[str, Any],
                        pool: Pool) -> EngineSpec:
     """Whole copies (one GPU, DDP) when the memory estimate fits a node that could take the plan (or
     its memory is unknown); shards (FSDP2) only when whole copies do not fit and shards do; else
@@ -320,7 +308,7 @@ def _the_one_that_fits(plan: dict[str, Any], capable: list[EngineSpec], *, model
         return sharded[0]
     needs = needs_sharded if sharded else needs_whole
     raise Unprocessable(
-        reasons.memory_exceeded(model=model["id"], needs_gib=needs, precision=plan["precision"], pool=pool.name,
+        reasons.memory_exceeded(model=model["id"], needs_gib=needs, precision=plan.precision, pool=pool.name,
                                 has_gib=largest, uniform=len(set(memories)) == 1),
-        details={"field": "model", "needsGiB": round(needs, 1), "hasGiB": largest, "precision": plan["precision"]},
+        details={"field": "model", "needsGiB": round(needs, 1), "hasGiB": largest, "precision": plan.precision},
     )

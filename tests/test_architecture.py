@@ -5,7 +5,9 @@
 - `shared/` imports no service, and the CLI imports only `shared/` (it talks to the services over HTTP);
 - the training engines reach neither Celery nor Flask, through any chain of the project's own imports;
 - the API process never loads torch: a real API process is driven through every read route and
-  every submission (tests/architecture_probe.py), then asked what it imported.
+  every submission (tests/architecture_probe.py), then asked what it imported;
+- a run plan's fields are read by name only inside shared/plans/ (tests/plan_reads.py); everything
+  else reads the typed plan's attributes.
 
 Imports are read from the source (every `import` statement, wherever it is), so a lazy import inside
 a function counts like one at the top of a module.
@@ -22,6 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.plan_reads import reads_in, reads_under
 
 REPO = Path(__file__).resolve().parent.parent
 SERVICES = sorted(p.name for p in (REPO / "services").iterdir() if (p / "__init__.py").is_file())
@@ -211,6 +215,37 @@ def test_the_one_writer_rule_sees_each_way_of_writing(tmp_path):
     source.write_text('doc["status"] = "RUNNING"\ndoc.update(phase="READY")\nnew = {**doc, "status": "X"}\n'
                       'store.create({"id": 1, "kind": "run", "status": "QUEUED"})\nreply = {"status": "ok"}\n')
     assert len(state_writes(source)) == 4  # the answer {"status": "ok"} is no document
+
+
+# Where a run plan's fields are read by name: only its own package (tests/plan_reads.py says what
+# counts). The rest of the project reads `TrainingPlan` attributes.
+PLAN_PACKAGE = "shared/plans/"
+PLAN_READERS = ("services", "shared", "training_cli", "bench", "scripts")
+
+
+def test_no_plan_field_is_read_by_string_outside_the_plan_package():
+    """A plan field is an attribute of the typed plan everywhere past shared/plans/, so a misspelt
+    one fails where it is written, not as a KeyError in a worker after the run was accepted."""
+    found = [f"{file}:{line} {expression}"
+             for file, line, expression in reads_under(REPO, PLAN_READERS, outside=PLAN_PACKAGE)]
+    assert found == [], "read the plan's attributes (shared/plans/training_plan.py):\n" + "\n".join(found)
+
+
+def test_the_plan_read_rule_sees_each_way_of_reading():
+    source = (
+        'gpus = plan["execution"]["gpus"]\n'                     # 2: the part, then its field
+        'lr = job.plan.get("hyperparameters", {})\n'              # 1
+        'model = (run.get("plan") or {}).get("model")\n'          # 1: a document's plan
+        'def f(plan):\n'
+        '    hp = plan["hyperparameters"]\n'                     # 1, and hp is a part of the plan
+        '    return hp["batchSize"], hp.get("seed")\n'            # 2
+        'x = kit.setting(plan, "precision")\n'                   # 1
+        'y = plan_default("grpo", "numGenerations")\n'           # 1
+        'parent_plan["restore"] = None\n'                        # 1: written by name, as typo-prone
+        'ok = run["plan"]\n'                                     # 0: the whole plan, for from_dict
+        'fine = plan.hyperparameters.batch_size, body["method"], other["x"]\n'  # 0
+    )
+    assert [line for line, _ in reads_in(source)] == [1, 1, 2, 3, 5, 6, 6, 7, 8, 9]
 
 
 def test_artifacts_are_reached_only_through_the_store_interface():

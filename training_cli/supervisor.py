@@ -231,9 +231,9 @@ def _kill_group(pid: int, sig: signal.Signals) -> None:
 
 
 def load(state: StackState) -> list[Service]:
-    plan = json.loads((state.root / PLAN).read_text())
+    stack = json.loads((state.root / PLAN).read_text())
     return [Service(entry["name"], list(entry["command"]), tuple(entry.get("withhold") or ()), bool(entry.get("bare")))
-            for entry in plan["services"]]
+            for entry in stack["services"]]
 
 
 def main(argv: list[str] | None = None) -> int:

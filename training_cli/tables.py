@@ -7,6 +7,7 @@ from typing import Any, Callable
 from rich.text import Text
 
 from shared import reasons
+from shared.plans import PlanShown
 from training_cli.output import duration, fields_table, items_of, list_table, number, text, when
 
 
@@ -100,7 +101,7 @@ def dataset(d: dict[str, Any]) -> Any:
 
 def runs(page: Any) -> Any:
     rows = [
-        [r.get("id"), r.get("status"), (r.get("plan") or {}).get("method"), (r.get("plan") or {}).get("model"),
+        [r.get("id"), r.get("status"), PlanShown.of(r.get("plan")).method, PlanShown.of(r.get("plan")).model,
          r.get("engine"), progress_text(r), number((r.get("progress") or {}).get("loss")), r.get("pool"),
          r.get("gpus"), r.get("workload"), when(r.get("createdAt"))]
         for r in items_of(page)
@@ -111,16 +112,16 @@ def runs(page: Any) -> Any:
 
 
 def run(r: dict[str, Any]) -> Any:
-    plan = r.get("plan") or {}
+    plan = PlanShown.of(r.get("plan"))
     progress = r.get("progress") or {}
     scheduling = r.get("scheduling") or {}
     pairs = [
         ("ID", r.get("id")),
         ("Status", r.get("status")),
-        ("Method", plan.get("method")),
+        ("Method", plan.method),
         ("Engine", r.get("engine")),
-        ("Model", plan.get("model")),
-        ("Dataset", plan.get("dataset")),
+        ("Model", plan.model),
+        ("Dataset", plan.dataset),
         ("Progress", progress_text(r)),
         ("Loss", _loss(progress)),
     ]

@@ -34,6 +34,7 @@ from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.endpoints import idle_expired, process_lost
 from shared.load_spec import LoadSpec, load_spec_for
+from shared.plans import TrainingPlan
 from shared.snapshot_files import damage_of
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.store import Store
@@ -58,7 +59,7 @@ def uses_judge(run: dict[str, Any], endpoint: dict[str, Any]) -> bool:
             return False
     except ValueError:
         return False
-    rewards = (((run.get("plan") or {}).get("grpo") or {}).get("rewards")) or []
+    judges = TrainingPlan.from_dict(run["plan"]).judges
     scopes = run.get("judgeWorkloads") or {}
 
     def names_it(judge: Any) -> bool:
@@ -67,7 +68,7 @@ def uses_judge(run: dict[str, Any], endpoint: dict[str, Any]) -> bool:
         # a name: in the workload the run's judge was found in (names are per workload)
         return judge == endpoint.get("name") and scopes.get(judge, endpoint.get("workload")) == endpoint.get("workload")
 
-    return any(isinstance(r, dict) and names_it(r.get("judge")) for r in rewards)
+    return any(names_it(judge) for judge in judges)
 
 
 def judges_evaluation(evaluation: dict[str, Any], endpoint: dict[str, Any]) -> bool:

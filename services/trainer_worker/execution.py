@@ -24,6 +24,7 @@ from shared.catalog import Catalog
 from shared.config import DeploymentConfig
 from shared.keys import Keys
 from shared.lifecycle.runs import RUNS
+from shared.plans import TrainingPlan
 from shared.redis_retry import connect_retrying, unreachable
 from shared.snapshot_files import damage_of
 from shared.states import EvaluationStatus, RunStatus
@@ -239,14 +240,14 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
         first_damage = first_damage or (doc["id"], found.file, found.problem)
     if first_damage is not None:
         raise SnapshotDamaged(reasons.snapshot_damaged(*first_damage))
-    branch = run["plan"].get("restore")
-    if branch:
-        parent = worker.store.require(branch["snapshot"], "snapshot")
-        parts = ("weights", "trainingState") if branch["what"] == "trainingState" else ("weights",)
+    branch = TrainingPlan.from_dict(run["plan"]).restore
+    if branch is not None:
+        parent = worker.store.require(branch.snapshot, "snapshot")
+        parts = ("weights", "trainingState") if branch.what == "trainingState" else ("weights",)
         found = damage_of(worker.artifacts, parent, *parts, deep=True)
         if found is not None:
             raise SnapshotDamaged(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
-        return Restore(what=branch["what"], snapshot_dir=worker.artifacts.get_dir(parent["path"]))
+        return Restore(what=branch.what, snapshot_dir=worker.artifacts.get_dir(parent["path"]))
     return None
 
 
@@ -280,8 +281,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
     from services.trainer_worker.judges import JudgeAddresses
     from shared.models import model_dir_for
 
-    plan = run["plan"]
-    model_dir = model_dir_for(worker.catalog.raw(plan["model"]), worker.artifacts)
+    plan = TrainingPlan.from_dict(run["plan"])
+    model_dir = model_dir_for(worker.catalog.raw(plan.model), worker.artifacts)
     job = TrainingJob(
         run_id=run["id"],
         plan=plan,

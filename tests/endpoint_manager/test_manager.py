@@ -30,6 +30,7 @@ from shared.ids import Kind, new_id
 from shared.keys import Keys
 from shared.store import Store, connect
 from tests.conftest import mark_nodes_alive
+from tests.shared.plan_fixtures import typed
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -182,7 +183,7 @@ def test_idle_stop_waits_for_the_last_request_and_a_judge_in_use_stays(cluster, 
     judge_id = cluster.create(idleTimeout=1)
     run_id = new_id(Kind.RUN)
     cluster.store.create({"id": run_id, "kind": "run", "status": "RUNNING",
-                          "plan": {"method": "grpo", "grpo": {"rewards": [{"judge": judge_id}]}}})
+                          "plan": typed({"method": "grpo", "grpo": {"rewards": [{"judge": judge_id}]}}).to_dict()})
     cluster.until("both READY", lambda: all(cluster.doc(e)["phase"] == "READY" for e in (idle_id, judge_id)))
 
     # A request through the trainer (the API's proxy writes lastRequestAt) postpones the idle stop.

@@ -13,6 +13,7 @@ from services.endpoint_manager.manager import judges_evaluation, uses_judge
 from shared import reasons
 from shared.lifecycle.endpoints import idle_expired, start_timed_out
 from shared.states import EndpointPhase, endpoint_transition
+from tests.shared.plan_fixtures import typed
 
 NOW = 1_800_000_000.0
 ALIVE = Probe(alive=True, answers=True)
@@ -196,12 +197,12 @@ def test_manager_sentences_word_for_word():
     ("RUNNING", [], False),
 ])
 def test_uses_judge(status, rewards, in_use):
-    run = {"id": "run-1", "status": status, "plan": {"method": "grpo", "grpo": {"rewards": rewards}}}
+    run = {"id": "run-1", "status": status, "plan": typed({"method": "grpo", "grpo": {"rewards": rewards}}).to_dict()}
     assert uses_judge(run, {"id": "ep-1", "name": "my-judge"}) is in_use
 
 
 def test_an_sft_run_uses_no_judge():
-    assert not uses_judge({"status": "RUNNING", "plan": {"method": "sft", "grpo": None}}, {"id": "ep-1"})
+    assert not uses_judge({"status": "RUNNING", "plan": typed({"method": "sft", "grpo": None}).to_dict()}, {"id": "ep-1"})
 
 
 def test_judges_evaluation():

@@ -13,9 +13,10 @@ from shared.gpu_share import (
     max_model_len,
     rollout_server_gib,
 )
+from tests.shared.plan_fixtures import typed
 
-PLAN = {"method": "grpo", "precision": "bf16", "execution": {"gpus": 2},
-        "hyperparameters": {"batchSize": 16, "maxSeqLength": 1024}, "grpo": {"maxCompletionLength": 256}}
+PLAN = typed({"method": "grpo", "precision": "bf16", "execution": {"gpus": 2},
+              "hyperparameters": {"batchSize": 16, "maxSeqLength": 1024}, "grpo": {"maxCompletionLength": 256}})
 
 
 def test_the_longest_sequence_is_the_prompt_and_its_completion():

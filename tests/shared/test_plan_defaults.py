@@ -1,5 +1,5 @@
 """`plan_default` is what `parse_plan` fills in: readers of plans stored before a field existed fall
-back to the defaults a plan submitted now gets (shared/plans.py)."""
+back to the defaults a plan submitted now gets (shared/plans/schema.py)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from shared.config import Node, Pool
 from shared.engines import ENGINES, engine
 from shared.errors import Unprocessable
 from shared.resolver import resolve, startable_runs
+from tests.shared.plan_fixtures import typed
 
 TINY = {"id": "builtin/tiny-qwen3", "parameters": 100_000, "precisions": ["fp32", "bf16"],
         "gpuCounts": [1, 2], "modality": "text"}
@@ -18,9 +19,9 @@ BIG_POOL = Pool("big", (Node("gpu-node", "cuda", 8),))
 
 
 def plan(gpus=1, restore=None, precision="fp32", method="sft", kl=0.0):
-    return {"method": method, "precision": precision, "execution": {"gpus": gpus},
-            **({"grpo": {"klPenalty": kl}} if method == "grpo" else {}),
-            **({"restore": {"snapshot": "snap-x", "what": restore}} if restore else {})}
+    return typed({"method": method, "precision": precision, "execution": {"gpus": gpus},
+                  **({"grpo": {"klPenalty": kl}} if method == "grpo" else {}),
+                  **({"restore": {"snapshot": "snap-x", "what": restore}} if restore else {})})
 
 
 def row_plan(row):

@@ -17,6 +17,7 @@ from shared.config import Node, Pool
 from shared.errors import Unprocessable, ValidationFailed
 from shared.resolver import resolve, startable_runs
 from tests.conftest import ADMIN_TOKEN, make_config, mark_nodes_alive
+from tests.shared.plan_fixtures import typed
 
 TINY = {"id": "builtin/tiny-qwen3", "parameters": 100_000, "precisions": ["fp32", "bf16"],
         "gpuCounts": [1, 2], "modality": "text"}
@@ -29,8 +30,8 @@ ROWS = {
 
 
 def plan(method="sft", gpus=1):
-    return {"method": method, "dataset": "ds-rows", "precision": "fp32", "execution": {"gpus": gpus},
-            **({"grpo": {"klPenalty": 0.0}} if method == "grpo" else {})}
+    return typed({"method": method, "dataset": "ds-rows", "precision": "fp32", "execution": {"gpus": gpus},
+                  **({"grpo": {"klPenalty": 0.0}} if method == "grpo" else {})})
 
 
 def without_format(monkeypatch, method: str, dataset_format: str) -> None:

@@ -9,16 +9,18 @@ from shared.artifacts import ArtifactRoot
 from shared.catalog import Catalog
 from shared.config import Node, Pool, parse_config
 from shared.errors import Unprocessable
+from shared.plans import Adapter
 from shared.resolver import lora_parameters, resolve, training_memory_gib
+from tests.shared.plan_fixtures import typed
 
 QWEN3_8B = {"id": "Qwen/Qwen3-8B", "parameters": 8_190_000_000, "precisions": ["bf16", "fp32"],
             "gpuCounts": [1, 2, 4, 8], "modality": "text"}
 
 
 def plan(precision="fp32", gpus=1, **hyper):
-    return {"method": "sft", "precision": precision, "execution": {"gpus": gpus},
-            "adapter": {"rank": 8, "targetModules": "all-linear"},
-            "hyperparameters": {"batchSize": 8, "gradientAccumulation": 1, "maxSeqLength": 512, **hyper}}
+    return typed({"method": "sft", "precision": precision, "execution": {"gpus": gpus},
+                  "adapter": {"rank": 8, "targetModules": "all-linear"},
+                  "hyperparameters": {"batchSize": 8, "gradientAccumulation": 1, "maxSeqLength": 512, **hyper}})
 
 
 def cuda_pool(*memories, count=8, name="default"):
@@ -75,8 +77,8 @@ def test_activations_grow_with_the_micro_batch_and_sequence():
 
 def test_lora_parameter_estimate_is_close_to_what_peft_counts(tmp_path):
     # NOTES: a 77M Qwen3-style model (hidden 640, 12 layers), rank 16 all-linear: PEFT counts 2.26M
-    assert lora_parameters({"rank": 16, "targetModules": "all-linear"}, hidden=640, layers=12) == pytest.approx(2.26e6, rel=0.02)
-    assert lora_parameters({"rank": 8, "targetModules": ["q_proj", "v_proj"]}, hidden=640, layers=12) == 8 * 12 * 3.25 * 640
+    assert lora_parameters(Adapter.from_dict({"rank": 16, "targetModules": "all-linear"}), hidden=640, layers=12) == pytest.approx(2.26e6, rel=0.02)
+    assert lora_parameters(Adapter.from_dict({"rank": 8, "targetModules": ["q_proj", "v_proj"]}), hidden=640, layers=12) == 8 * 12 * 3.25 * 640
 
 
 def test_a_config_declaring_small_memory_refuses_the_tiny_model(tmp_path):

@@ -16,11 +16,12 @@ from shared.resolver import resolve, startable_runs
 from shared.tiny_models import builtin_facts
 from shared.tiny_vision_model import SAMPLE_DATASET
 from tests.conftest import ADMIN_TOKEN, make_config
+from tests.shared.plan_fixtures import amended, typed
 
 CPU_POOL = Pool("default", (Node("local", "cpu", 2),))
 TEXT_MODEL = {"id": "builtin/tiny-qwen3", **builtin_facts("tiny-qwen3")}
 VISION_MODEL = {"id": "builtin/tiny-gemma3-vision", **builtin_facts("tiny-gemma3-vision")}
-PLAN = {"method": "sft", "dataset": "ds-rows", "precision": "fp32", "execution": {"gpus": 1}}
+PLAN = typed({"method": "sft", "dataset": "ds-rows", "precision": "fp32", "execution": {"gpus": 1}})
 HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 TEXT_ROWS = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n' * 8
 
@@ -28,7 +29,7 @@ TEXT_ROWS = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistan
 def test_each_modality_trains_only_on_its_own_rows():
     assert resolve(PLAN, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
                    dataset_modality="image-text").name == "sft-single"
-    grpo = {**PLAN, "method": "grpo", "grpo": {"klPenalty": 0.0}}
+    grpo = amended(PLAN, {"method": "grpo", "grpo": {"klPenalty": 0.0}})
     assert resolve(grpo, model=VISION_MODEL, pool=CPU_POOL, dataset_format="chat",
                    dataset_modality="image-text").name == "grpo-single"
     assert resolve(PLAN, model=TEXT_MODEL, pool=CPU_POOL, dataset_format="chat", dataset_modality="text").name == (
@@ -76,6 +77,25 @@ def test_a_run_over_the_wrong_modality_is_refused_at_submission(redis_url, key_p
                                                                "dataset": pictures["id"], "precision": "fp32"})
     assert accepted.status_code == 201, accepted.json
     assert accepted.json["engine"] == "sft-single"
+
+
+def test_a_packed_run_over_rows_with_images_is_refused_at_submission(redis_url, key_prefix, shared_artifacts):
+    """Packing takes no rows with images: shared/plans/check.py refuses it before anything is stored
+    (the sft engine no longer finds out at the run's start)."""
+    config = make_config(redis_url, key_prefix, shared_artifacts, extra_catalog=[
+        {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}])
+    client = create_app(config).test_client()
+    pictures = client.post("/v1/datasets", headers=HEADERS,
+                           data={"file": (io.BytesIO(SAMPLE_DATASET.read_bytes()), "d.jsonl")}).json
+    body = {"method": "sft", "model": "builtin/tiny-gemma3-vision", "dataset": pictures["id"],
+            "hyperparameters": {"packing": True}}
+    refused = client.post("/v1/runs", headers=HEADERS, json=body)
+    assert refused.status_code == 400, refused.json
+    assert refused.json["error"]["message"] == reasons.IMAGE_ROWS_NOT_PACKED
+    assert refused.json["error"]["details"] == {"field": "hyperparameters.packing"}
+    assert client.get("/v1/runs", headers=HEADERS).json["items"] == []
+    body["hyperparameters"]["packing"] = False
+    assert client.post("/v1/runs", headers=HEADERS, json=body).status_code == 201
 
 
 def test_an_evaluation_over_the_wrong_modality_is_refused_at_submission(redis_url, key_prefix, shared_artifacts):

@@ -9,6 +9,7 @@ from shared import reasons
 from shared.config import Node, Pool, parse_config
 from shared.errors import Unprocessable
 from shared.resolver import resolve, startable_runs, training_memory_gib
+from tests.shared.plan_fixtures import typed
 
 GEMMA_12B = {"id": "google/gemma-4-12b", "parameters": 12_000_000_000, "precisions": ["bf16", "fp32"],
              "gpuCounts": [1, 2, 4, 8], "modality": "text"}
@@ -22,7 +23,7 @@ def plan(gpus, precision="fp32", method="sft", **hyper):
          "hyperparameters": {"batchSize": 8, "gradientAccumulation": 1, "maxSeqLength": 512, **hyper}}
     if method == "grpo":
         p["grpo"] = {"klPenalty": 0.0}
-    return p
+    return typed(p)
 
 
 def pool(memory_gib, count=4, kind="cuda"):

@@ -18,7 +18,7 @@ from shared.catalog import Catalog
 from shared.config import Node, Pool
 from shared.engines import engine
 from shared.errors import Unprocessable
-from shared.plans import PRECISIONS, parse_plan
+from shared.plans import PRECISIONS, TrainingPlan, read_plan
 from shared.resolver import resolve, startable_assumptions, startable_runs, training_memory_gib
 from tests.conftest import make_config
 
@@ -28,13 +28,13 @@ KL_PENALTIES = (0.0, 0.1)
 RESTORES = (None, "weights", "trainingState")
 
 
-def _submitted(method: str, gpus: int, precision: str, kl: float, restore: str | None) -> dict:
+def _submitted(method: str, gpus: int, precision: str, kl: float, restore: str | None) -> TrainingPlan:
     body = {"method": method, "model": "any", "dataset": "ds-any", "precision": precision, "execution": {"gpus": gpus}}
     if method == "grpo":
         body["grpo"] = {"klPenalty": kl}
     if restore:
         body["restore"] = {"snapshot": "snap-any", "what": restore}
-    return parse_plan(body)
+    return read_plan(body)[0]
 
 
 # Every plan a user could submit that differs only in what a row of the list names; an sft plan
@@ -47,7 +47,7 @@ PLANS = {
 }
 
 
-def _engine_or_refusal(plan: dict, model: dict, pool: Pool) -> str | Unprocessable:
+def _engine_or_refusal(plan: TrainingPlan, model: dict, pool: Pool) -> str | Unprocessable:
     try:
         return resolve(plan, model=model, pool=pool).name
     except Unprocessable as refused:
@@ -76,7 +76,7 @@ def assert_list_and_resolver_agree(model: dict, pools: list[Pool]) -> list[dict]
 
 
 def test_the_assumed_plan_is_what_a_submitted_plan_gets_by_default():
-    plan = _submitted("sft", 1, "fp32", 0.0, None)
+    plan = _submitted("sft", 1, "fp32", 0.0, None).to_dict()
     assert startable_assumptions() == {
         "adapter": {k: plan["adapter"][k] for k in ("rank", "targetModules")},
         "hyperparameters": {k: plan["hyperparameters"][k] for k in ("batchSize", "gradientAccumulation",

@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 
 from services.trainer_worker.engines.base import Restore, TrainingJob
 from shared.tiny_models import SAMPLE_DATASET
+from tests.shared.plan_fixtures import typed
 
 PLAN = {
     "method": "sft",
@@ -77,7 +78,7 @@ def make_job(model_dir: Path, work_dir: Path, *, dataset: Path = SAMPLE_DATASET,
     plan["snapshots"]["everySteps"] = every_steps
     plan["execution"] = {"gpus": devices}
     engine = engine or ("sft-single" if devices == 1 else "sft-ddp")
-    return TrainingJob(run_id, plan, engine, model_dir, dataset, work_dir,
+    return TrainingJob(run_id, typed(plan), engine, model_dir, dataset, work_dir,
                        [f"cpu:{i}" for i in range(devices)], restore=restore)
 
 

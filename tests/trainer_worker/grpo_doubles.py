@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from services.trainer_worker.engines.base import Restore, TrainingJob
+from tests.shared.plan_fixtures import typed
 
 PROMPT = "What is the answer?"
 
@@ -63,5 +64,5 @@ def grpo_job(model_dir: Path, work_dir: Path, dataset: Path, *, restore: Restore
     plan["grpo"]["klPenalty"] = kl
     if rewards is not None:
         plan["grpo"]["rewards"] = rewards
-    return TrainingJob(run_id, plan, "grpo-single", model_dir, dataset, work_dir, ["cpu:0"], restore=restore,
+    return TrainingJob(run_id, typed(plan), "grpo-single", model_dir, dataset, work_dir, ["cpu:0"], restore=restore,
                        judge_address=judge_address, reward_functions=reward_functions or {})

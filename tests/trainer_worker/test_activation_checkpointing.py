@@ -20,6 +20,7 @@ from shared.artifacts import ArtifactRoot
 from shared.models import load_causal_lm
 from shared.resolver import GIB, trainer_memory_gib
 from shared.tiny_models import builtin_facts, ensure_builtin
+from tests.shared.plan_fixtures import typed
 from tests.trainer_worker.doubles import make_job
 
 # The published Qwen3-8B shape (what bench/gpu_qwen3_8b.py builds)
@@ -33,28 +34,28 @@ def plan(batch: int, *, precision: str = "bf16", seq: int = 2048) -> dict:
 
 
 def test_without_checkpointing_each_layer_keeps_28_hidden_sized_tensors_a_token():
-    with_it, without = (trainer_memory_gib(plan(2), model=QWEN3_8B, activation_checkpointing=c) for c in (True, False))
+    with_it, without = (trainer_memory_gib(typed(plan(2)), model=QWEN3_8B, activation_checkpointing=c) for c in (True, False))
     tokens, hidden, layers, bf16 = 2 * 2048, 4096, 36, 2
     assert (without - with_it) * GIB == pytest.approx(tokens * hidden * bf16 * (28 * layers - (layers + 16)))
 
 
 def test_an_8b_lora_keeps_its_activations_where_the_estimate_fits_the_gpu():
-    keep, needs = keeps_activations(plan(2), QWEN3_8B, gpu_gib=139.8)  # an H200
-    assert keep and needs == trainer_memory_gib(plan(2), model=QWEN3_8B, activation_checkpointing=False)
+    keep, needs = keeps_activations(typed(plan(2)), QWEN3_8B, gpu_gib=139.8)  # an H200
+    assert keep and needs == trainer_memory_gib(typed(plan(2)), model=QWEN3_8B, activation_checkpointing=False)
     assert 45 < needs < 60
     # the same plan on a 40 GiB GPU recomputes; so does a batch of 16 on the H200
-    assert keeps_activations(plan(2), QWEN3_8B, gpu_gib=40.0)[0] is False
-    assert keeps_activations(plan(16), QWEN3_8B, gpu_gib=139.8)[0] is False
+    assert keeps_activations(typed(plan(2)), QWEN3_8B, gpu_gib=40.0)[0] is False
+    assert keeps_activations(typed(plan(16)), QWEN3_8B, gpu_gib=139.8)[0] is False
     # the boundary: the estimate against the share of the GPU
-    assert keeps_activations(plan(2), QWEN3_8B, gpu_gib=needs / KEEP_ACTIVATIONS_SHARE)[0] is True
-    assert keeps_activations(plan(2), QWEN3_8B, gpu_gib=needs / KEEP_ACTIVATIONS_SHARE - 0.01)[0] is False
+    assert keeps_activations(typed(plan(2)), QWEN3_8B, gpu_gib=needs / KEEP_ACTIVATIONS_SHARE)[0] is True
+    assert keeps_activations(typed(plan(2)), QWEN3_8B, gpu_gib=needs / KEEP_ACTIVATIONS_SHARE - 0.01)[0] is False
 
 
 def test_a_plan_stored_without_a_precision_is_estimated_in_the_schemas_default():
     sparse = plan(2)
     del sparse["precision"]
-    assert keeps_activations(sparse, QWEN3_8B, gpu_gib=139.8)[1] == keeps_activations(
-        {**plan(2), "precision": "fp32"}, QWEN3_8B, gpu_gib=139.8)[1]
+    assert keeps_activations(typed(sparse), QWEN3_8B, gpu_gib=139.8)[1] == keeps_activations(
+        typed({**plan(2), "precision": "fp32"}), QWEN3_8B, gpu_gib=139.8)[1]
 
 
 def test_the_facts_of_a_loaded_model_are_its_catalog_facts(tmp_path):

@@ -27,6 +27,7 @@ from shared.load_spec import load_model, load_spec_for
 from shared.models import load_causal_lm, load_tokenizer, model_dir_for
 from shared.serving.generation import Generator, prompt_token_ids
 from shared.tiny_models import SAMPLE_DATASET, ensure_builtin
+from tests.shared.plan_fixtures import amended
 from tests.shared.serving.serving import ServingProcess
 from tests.shared.tiny_architectures import ARCHITECTURES
 from tests.trainer_worker.doubles import RecordingReporter, make_job
@@ -71,7 +72,7 @@ class Models:
             dataset.write_text("".join(SAMPLE_DATASET.read_text().splitlines(keepends=True)[:64]))
             job = make_job(self.model_dir(name), work / "run", dataset=dataset, maxSteps=SFT_STEPS,
                            every_steps=None, learningRate=0.01)
-            job.plan["model"] = self.entry(name)["id"]
+            job.plan = amended(job.plan, {"model": self.entry(name)["id"]})
             reporter = RecordingReporter()
             self.runs[name] = (job, reporter, run_sft(job, reporter))
         return self.runs[name]
@@ -149,8 +150,8 @@ def test_grpo_trains_on_chat_prompts_and_hands_the_adapter_over(name, models, tm
     prompts = [[{"role": "user", "content": f"Add: {i} + 1"}] for i in range(4)]
     dataset.write_text("".join(json.dumps({"prompt": p, "answer": str(i + 1)}) + "\n" for i, p in enumerate(prompts)))
     job = grpo_job(model_dir, tmp_path / "run", dataset, maxSteps=3, batchSize=8, every_steps=None)
-    job.plan["model"] = models.entry(name)["id"]
-    job.plan["grpo"].update(numGenerations=4, maxCompletionLength=6)
+    job.plan = amended(job.plan, {"model": models.entry(name)["id"],
+                                  "grpo": {"numGenerations": 4, "maxCompletionLength": 6}})
     server, seen = recording_rollout_server()
     reporter = RecordingReporter()
     result = run_grpo(job, reporter, rollout_server=server)

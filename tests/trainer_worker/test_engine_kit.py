@@ -4,7 +4,6 @@ the LoRA config, and each engine's view of dataset rows (shared/datasets.py read
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -13,12 +12,13 @@ from services.trainer_worker.engines import RUNNERS, engine_function
 from services.trainer_worker.engines.base import TrainingJob
 from services.trainer_worker.engines.evaluate import prepare
 from services.trainer_worker.engines.grpo import grpo_config, load_prompt_rows, run_grpo
-from services.trainer_worker.engines.kit import lora_config, setting, trainer_arguments
+from services.trainer_worker.engines.kit import lora_config, trainer_arguments
 from services.trainer_worker.engines.sft import load_rows, run_sft, sft_config
 from services.trainer_worker.evaluation_job import _read_rows
 from shared.datasets import row_prompt, row_reference
 from shared.engines import ENGINES, methods
-from shared.plans import parse_plan, plan_default
+from shared.plans import TrainingPlan, parse_plan, plan_default
+from tests.shared.plan_fixtures import amended, typed
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 MODEL = "builtin/tiny-qwen3"
@@ -34,7 +34,7 @@ def test_every_declared_engine_has_its_function_and_nothing_else_does():
         engine_function("sft-triple")
 
 
-def _job(plan: dict, work_dir, devices: int = 1) -> TrainingJob:
+def _job(plan: TrainingPlan, work_dir, devices: int = 1) -> TrainingJob:
     return TrainingJob("run-defaults", plan, "sft-single" if devices == 1 else "sft-ddp", work_dir, work_dir,
                        work_dir, [f"cpu:{i}" for i in range(devices)])
 
@@ -50,8 +50,8 @@ SPARSE = {
 def test_every_default_an_engine_falls_back_to_is_the_plan_schemas(method, tmp_path):
     """An engine given a plan that lacks every optional field trains exactly as it would on the plan
     `parse_plan` stores for the same request, where the schema filled every default in."""
-    sparse = copy.deepcopy(SPARSE[method])
-    stored = parse_plan({**sparse, "dataset": "ds-any"})
+    sparse = typed(SPARSE[method])
+    stored = typed({k: v for k, v in parse_plan({**SPARSE[method], "dataset": "ds-any"}).items() if k != "name"})
     config = sft_config if method == "sft" else grpo_config
     for devices in (1, 2):  # the batch per device divides the default global batch
         assert trainer_arguments(_job(sparse, tmp_path, devices)) == trainer_arguments(_job(stored, tmp_path, devices))
@@ -66,17 +66,19 @@ def test_every_default_an_engine_falls_back_to_is_the_plan_schemas(method, tmp_p
 
 
 def test_a_setting_falls_back_only_where_the_plan_has_none():
-    plan = {"hyperparameters": {"warmupSteps": 0, "seed": None}, "grpo": None}
-    assert setting(plan, "hyperparameters", "warmupSteps") == 0
-    assert setting(plan, "hyperparameters", "seed") == plan_default("hyperparameters", "seed")
-    assert setting(plan, "grpo", "numGenerations") == plan_default("grpo", "numGenerations")
-    assert setting({}, "precision") == plan_default("precision")
+    """What the engines read of a plan (its TrainingPlan) falls back to the schema's default where the
+    stored plan has no value, and only there."""
+    plan = typed({"hyperparameters": {"warmupSteps": 0, "seed": None}, "grpo": None})
+    assert plan.hyperparameters.warmup_steps == 0
+    assert plan.hyperparameters.seed == plan_default("hyperparameters", "seed")
+    assert plan.grpo_settings.num_generations == plan_default("grpo", "numGenerations")
+    assert typed({}).precision == plan_default("precision")
 
 
 def test_an_alpha_of_one_half_reaches_the_adapter_as_one_half(model_dir, tmp_path):
-    assert lora_config({"adapter": {"rank": 8, "alpha": 0.5}}).lora_alpha == 0.5
+    assert lora_config(typed({"adapter": {"rank": 8, "alpha": 0.5}})).lora_alpha == 0.5
     job = make_job(model_dir, tmp_path, maxSteps=1, every_steps=None)
-    job.plan["adapter"]["alpha"] = 0.5
+    job.plan = amended(job.plan, {"adapter": {"alpha": 0.5}})
     run_sft(job, RecordingReporter())
     saved = json.loads((job.snapshot_dir(1) / "adapter" / "adapter_config.json").read_text())
     assert saved["lora_alpha"] == 0.5 and saved["r"] == 8

@@ -9,6 +9,7 @@ import pytest
 
 from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.distributed import run_distributed
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
 
@@ -16,7 +17,7 @@ from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_da
 def two_slot_job(model_dir, work_dir, dataset, **kw):
     job = grpo_job(model_dir, work_dir, dataset, **kw)
     job.devices, job.engine = ["cpu:0", "cpu:1"], "grpo-ddp"
-    job.plan["execution"] = {"gpus": 2}
+    job.plan = amended(job.plan, {"execution": {"gpus": 2}})
     return job
 
 

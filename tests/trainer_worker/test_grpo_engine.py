@@ -13,6 +13,7 @@ from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.grpo import load_prompt_rows, run_grpo
 from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.errors import ValidationFailed
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
 
@@ -240,7 +241,7 @@ def test_a_folding_rollout_server_samples_what_the_unmerged_adapter_does(model_d
         PostingServer.started.clear()
         reporter = RecordingReporter()
         job = grpo_job(model_dir, tmp_path / mode, toy, maxSteps=4)
-        job.plan["grpo"]["maxCompletionLength"] = 4
+        job.plan = amended(job.plan, {"grpo": {"maxCompletionLength": 4}})
         run_grpo(job, reporter, rollout_server=server_class)
         [server] = PostingServer.started
         runs[mode] = reporter.points, server.posts

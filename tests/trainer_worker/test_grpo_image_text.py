@@ -15,6 +15,7 @@ from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.artifacts import ArtifactRoot
 from shared.tiny_models import ensure_builtin
 from shared.tiny_vision_model import SAMPLE_DATASET
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter
 from tests.trainer_worker.grpo_doubles import grpo_job
 from tests.trainer_worker.test_grpo_engine import POINT_KEYS
@@ -79,7 +80,7 @@ def trained(vision_dir, pictures, tmp_path_factory):
     dataset = pictures
     job = grpo_job(vision_dir, tmp_path_factory.mktemp("work"), dataset, maxSteps=STEPS, every_steps=STEPS,
                    learningRate=0.05)
-    job.plan["model"] = MODEL
+    job.plan = amended(job.plan, {"model": MODEL})
     reporter = RecordingReporter()
     CountingServer.chats.clear()
     return job, reporter, run_grpo(job, reporter, rollout_server=CountingServer)
@@ -119,7 +120,7 @@ def test_two_slots_ask_each_rollout_server_with_its_pictures_and_hand_off_the_ad
     """grpo-ddp over the image-text model: two real ranks joined by gloo, each with its own rollout
     server, handed only the adapter after each update, as on one slot."""
     job = grpo_job(vision_dir, tmp_path, pictures, maxSteps=2, every_steps=2, learningRate=0.05)
-    job.plan["model"], job.plan["execution"] = MODEL, {"gpus": 2}
+    job.plan = amended(job.plan, {"model": MODEL, "execution": {"gpus": 2}})
     job.devices, job.engine = ["cpu:0", "cpu:1"], "grpo-ddp"
     reporter = RecordingReporter()
     result = run_distributed(job, reporter)

@@ -3,7 +3,6 @@ adapter_model.bin or .safetensors, and their training state continuing exactly."
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from services.trainer_worker.engines.base import Restore, read_manifest, readable_parts
 from services.trainer_worker.engines.sft import run_sft
 from shared.tiny_models import SAMPLE_DATASET
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import PLAN, RecordingReporter, adapter_tensors, make_job, max_abs_diff
 from tests.trainer_worker.layout1 import as_bin_variant, make_layout1_snapshot
 
@@ -21,17 +21,16 @@ EXACT = 1e-6
 
 def layout1_job(model_dir, work_dir, **kw):
     job = make_job(model_dir, work_dir, maxSteps=MAX_STEPS, warmupSteps=2, every_steps=None, **kw)
-    job.plan["adapter"]["dropout"] = 0.1
     # release 0.5 trained chat rows on every token; a run that continues its training state exactly
     # takes its loss over the same tokens
-    job.plan["hyperparameters"]["trainOnPrompt"] = True
+    job.plan = amended(job.plan, {"adapter": {"dropout": 0.1}, "hyperparameters": {"trainOnPrompt": True}})
     return job
 
 
 @pytest.fixture(scope="module")
 def snapshots(model_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("layout1")
-    plan = copy.deepcopy(layout1_job(model_dir, root).plan)
+    plan = layout1_job(model_dir, root).plan.to_dict()
     safetensors = make_layout1_snapshot(model_dir, SAMPLE_DATASET, root / "v05-safetensors", plan=plan, step=STEP)
     return {"safetensors": safetensors, "bin": as_bin_variant(safetensors, root / "v05-bin")}
 
@@ -105,7 +104,7 @@ def test_weights_branches_from_bin_and_safetensors_start_from_the_same_adapter(s
         branch = RecordingReporter()
         job = make_job(model_dir, tmp_path / variant, maxSteps=2, every_steps=None,
                        restore=Restore("weights", snapshots[variant]))
-        job.plan["adapter"]["dropout"] = 0.1
+        job.plan = amended(job.plan, {"adapter": {"dropout": 0.1}})
         result = run_sft(job, branch)
         assert result.final_step == 2 and [p["step"] for p in branch.points] == [1, 2]
         assert branch.points[0]["loss"] < fresh.points[0]["loss"] - 0.3  # it starts trained

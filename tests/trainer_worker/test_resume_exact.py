@@ -16,6 +16,7 @@ import torch
 from services.trainer_worker.engines.base import Restore, TrainingResult, read_manifest, readable_parts
 from services.trainer_worker.engines.sft import run_sft
 from shared import reasons
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff
 
 MAX_STEPS = 36
@@ -24,7 +25,7 @@ EXACT = 1e-6  # SPEC 2.4: on CPU, the same adapter to 1e-6
 
 def exact_job(model_dir, work_dir, **kw):
     job = make_job(model_dir, work_dir, maxSteps=MAX_STEPS, warmupSteps=3, **kw)
-    job.plan["adapter"]["dropout"] = 0.1
+    job.plan = amended(job.plan, {"adapter": {"dropout": 0.1}})
     return job
 
 
@@ -88,7 +89,7 @@ def test_a_weights_branch_trains_over_the_inherited_adapter_with_a_fresh_optimiz
     run_sft(make_job(model_dir, tmp_path / "fresh", maxSteps=3), fresh)
     branch = RecordingReporter()
     job = make_job(model_dir, tmp_path / "branch", maxSteps=3, restore=Restore("weights", parent.snapshot_at(30)))
-    job.plan["adapter"].update(rank=4, dropout=0.1)  # the inherited adapter: rank 8, dropout 0.1
+    job.plan = amended(job.plan, {"adapter": {"rank": 4, "dropout": 0.1}})  # the inherited adapter: rank 8, dropout 0.1
     result = run_sft(job, branch)
 
     assert result.final_step == 3 and [p["step"] for p in branch.points] == [1, 2, 3]  # its own step counter

@@ -11,6 +11,7 @@ from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.execution import SnapshotDamaged, Worker, restore_for
 from shared import reasons
 from shared.snapshot_files import record
+from tests.shared.plan_fixtures import typed
 
 STATE = {"weights": {"format": "peft-safetensors", "path": "adapter"},
          "trainingState": {"format": "hf-trainer", "path": "training_state"}}
@@ -45,7 +46,7 @@ def snapshot(worker, run_id: str, step: int, *, contents=STATE) -> dict:
 
 def run_with(snapshots: list[dict], restore=None) -> dict:
     return {"id": "run-r", "snapshots": [s["id"] for s in snapshots],
-            "latestSnapshot": snapshots[-1]["id"] if snapshots else None, "plan": {"restore": restore}}
+            "latestSnapshot": snapshots[-1]["id"] if snapshots else None, "plan": typed({"restore": restore}).to_dict()}
 
 
 def test_the_newest_intact_snapshot_is_resumed_without_a_word(worker):

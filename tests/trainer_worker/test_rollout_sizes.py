@@ -18,6 +18,7 @@ from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.gpu_share import max_model_len, rollout_server_gib
 from shared.resolver import trainer_memory_gib
 from shared.serving import backends
+from tests.shared.plan_fixtures import typed
 from tests.trainer_worker.grpo_doubles import GRPO_PLAN
 
 PARAMETERS = 2_500_000  # what the server is told the base model has
@@ -29,9 +30,9 @@ def on_a_cuda_node(monkeypatch, *, device_gib: float, capability=(9, 0)):
     monkeypatch.setattr(rollout_sizes, "device_memory_gib", lambda: device_gib)
 
 
-def server(model_dir, tmp_path, plan, devices=("cuda:0",)) -> RolloutServer:
-    return RolloutServer(model="builtin/tiny-qwen3", model_dir=model_dir, precision=plan["precision"],
-                         devices=list(devices), work_dir=tmp_path, port=8123, plan=plan)
+def server(model_dir, tmp_path, plan: dict, devices=("cuda:0",)) -> RolloutServer:
+    return RolloutServer(model="builtin/tiny-qwen3", model_dir=model_dir, precision=typed(plan).precision,
+                         devices=list(devices), work_dir=tmp_path, port=8123, plan=typed(plan))
 
 
 def command(rollouts: RolloutServer) -> tuple[list[str], dict[str, str]]:
@@ -75,7 +76,7 @@ def test_vllm_takes_the_share_the_trainer_leaves_free_and_serves_prompt_plus_com
     config = json.loads((model_dir / "config.json").read_text())
     model = {"parameters": PARAMETERS, "hiddenSize": config["hidden_size"], "layers": config["num_hidden_layers"],
              "vocabSize": config["vocab_size"]}
-    trainer = trainer_memory_gib(plan, model=model)
+    trainer = trainer_memory_gib(typed(plan), model=model)
     share = math.floor((4.0 - trainer) / 4.0 * 100) / 100
     assert argv[:2] == ["vllm", "serve"]
     assert flag(argv, "--gpu-memory-utilization") == f"{share:.2f}"
@@ -93,19 +94,19 @@ def test_the_max_model_len_is_bounded_by_the_models_max_positions(model_dir, tmp
     positions = json.loads((model_dir / "config.json").read_text())["max_position_embeddings"]
     argv, env = command(server(model_dir, tmp_path, plan))
     assert positions < 2512 and flag(argv, "--max-model-len") == str(positions)
-    assert max_model_len(plan) == 2512
+    assert max_model_len(typed(plan)) == 2512
     assert "VLLM_BATCH_INVARIANT" not in env  # compute capability 8.0: not supported
 
 
 def test_a_gpu_the_trainer_leaves_too_little_of_is_refused_with_its_sentence(model_dir, tmp_path, monkeypatch):
     plan = copy.deepcopy(GRPO_PLAN)
     config = json.loads((model_dir / "config.json").read_text())
-    server_gib = rollout_server_gib(plan, parameters=PARAMETERS, hidden=config["hidden_size"],
+    server_gib = rollout_server_gib(typed(plan), parameters=PARAMETERS, hidden=config["hidden_size"],
                                     layers=config["num_hidden_layers"])
     on_a_cuda_node(monkeypatch, device_gib=1.0)
     model = {"parameters": PARAMETERS, "hiddenSize": config["hidden_size"], "layers": config["num_hidden_layers"],
              "vocabSize": config["vocab_size"]}
-    free = 1.0 - trainer_memory_gib(plan, model=model)
+    free = 1.0 - trainer_memory_gib(typed(plan), model=model)
     with pytest.raises(ValueError) as refused:
         command(server(model_dir, tmp_path, plan))
     assert str(refused.value) == (f"the trainer leaves {free:.1f} GiB of 1.0 GiB free, "

@@ -18,6 +18,7 @@ from shared.artifacts import ArtifactRoot
 from shared.models import load_causal_lm, load_processor
 from shared.tiny_models import ensure_builtin
 from shared.tiny_vision_model import IMAGE_SOFT, SAMPLE_DATASET, VISION_MODELS
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 MODEL = "builtin/tiny-gemma3-vision"
@@ -31,7 +32,7 @@ def vision_dir(tmp_path_factory):
 
 def vision_job(model_dir, work_dir, **kwargs):
     job = make_job(model_dir, work_dir, dataset=SAMPLE_DATASET, **kwargs)
-    job.plan["model"] = MODEL
+    job.plan = amended(job.plan, {"model": MODEL})
     return job
 
 

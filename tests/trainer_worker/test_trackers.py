@@ -53,7 +53,7 @@ def tracked(model_dir, tmp_path_factory):
 
     def train(number: int, restore: Restore | None = None, **kwargs) -> TrackingReporter:
         run = {"id": RUN_ID, "workload": "team-a", "engine": "sft-single", "attempts": number,
-               "plan": make_job(model_dir, job_dir).plan}
+               "plan": make_job(model_dir, job_dir).plan.to_dict()}
         reporter = TrackingReporter(number, **kwargs)
         reporter.trackers = Trackers(settings=settings, artifacts=artifacts, run=run, earlier=list(series),
                                      warn=lambda message: reporter.event(message, level="warn"))

@@ -10,6 +10,7 @@ import pytest
 
 from services.trainer_worker.engines.sft import run_sft, validate_every
 from shared.tiny_models import SAMPLE_DATASET
+from tests.shared.plan_fixtures import amended, typed
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 
@@ -21,7 +22,7 @@ def validated(model_dir, tmp_path_factory):
     train.write_text("\n".join(lines[:224]) + "\n")
     held_out.write_text("\n".join(lines[224:]) + "\n")  # 32 rows the run never trains on
     job = make_job(model_dir, work, dataset=train, every_steps=None, maxSteps=12)
-    job.plan.update(validationDataset="ds-validation", validation={"everySteps": 5})
+    job.plan = amended(job.plan, {"validationDataset": "ds-validation", "validation": {"everySteps": 5}})
     job = dataclasses.replace(job, validation_path=held_out)
     reporter = RecordingReporter()
     return reporter, run_sft(job, reporter)
@@ -46,11 +47,11 @@ def test_validation_loss_falls_as_the_run_learns_the_task(validated):
 
 
 def test_how_often_a_plan_validates():
-    assert validate_every({"snapshots": {"everySteps": 50}}) is None  # no validation dataset
+    assert validate_every(typed({"snapshots": {"everySteps": 50}})) is None  # no validation dataset
     plan = {"validationDataset": "ds-1", "snapshots": {"everySteps": 50}, "validation": {"everySteps": None}}
-    assert validate_every(plan) == 50  # the snapshot interval
-    assert validate_every({**plan, "validation": {"everySteps": 7}}) == 7
-    assert validate_every({"validationDataset": "ds-1", "snapshots": {"everySteps": None}}) > 10**9  # end only
+    assert validate_every(typed(plan)) == 50  # the snapshot interval
+    assert validate_every(typed({**plan, "validation": {"everySteps": 7}})) == 7
+    assert validate_every(typed({"validationDataset": "ds-1", "snapshots": {"everySteps": None}})) > 10**9  # end only
 
 
 def test_validating_does_not_change_what_the_run_trains(validated, model_dir, tmp_path):

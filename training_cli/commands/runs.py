@@ -8,6 +8,7 @@ from typing import Any, Callable, TextIO
 import click
 import yaml
 
+from shared.plans.flags import FlagSpec, flag_spec
 from training_cli import tables
 from training_cli.archive import download_tensorboard
 from training_cli.commands.common import list_options, list_params, say_or_emit
@@ -16,7 +17,8 @@ from training_cli.errors import CliError
 from training_cli.output import emit, emit_list, output_option
 from training_cli.watch import follow_logs, watch_run
 
-# flag -> where it goes in the plan (SPEC 2.3); flags override what -f FILE says.
+# flag -> where it goes in the plan (SPEC 2.3); flags override what -f FILE says. What each flag
+# takes and its help are the plan schema's own declaration of the field (shared/plans/flags.py).
 PLAN_FLAGS: dict[str, tuple[str, ...]] = {
     "method": ("method",),
     "model": ("model",),
@@ -35,6 +37,35 @@ PLAN_FLAGS: dict[str, tuple[str, ...]] = {
     "snapshot_every": ("snapshots", "everySteps"),
     "workload": ("workload",),
 }
+BRANCH_FLAGS = ("gpus", "max_steps", "learning_rate", "dataset")  # `runs branch` overrides these by flag
+
+
+def flag_type(spec: FlagSpec) -> click.ParamType:
+    """The click type of a plan field's flag: its choices, or its kind within its bounds."""
+    if spec.choices:
+        return click.Choice(list(spec.choices))
+    if spec.kind in (int, float):
+        bounded = click.IntRange if spec.kind is int else click.FloatRange
+        return bounded(min=spec.minimum, max=spec.maximum, min_open=spec.min_open, max_open=spec.max_open)
+    return click.STRING
+
+
+def plan_option(flag: str, path: tuple[str, ...], *, dest: str | None = None, required: bool = False):
+    """`--FLAG` for the plan field at `path`, as the schema declares the field."""
+    spec = flag_spec(*path)
+    return click.option(f"--{flag.replace('_', '-')}", dest or flag, type=flag_type(spec), required=required,
+                        help=spec.help)
+
+
+def plan_options(*flags: str):
+    """One `plan_option` for each of `flags` (names of PLAN_FLAGS), in that order."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        for flag in reversed(flags):
+            command = plan_option(flag, PLAN_FLAGS[flag])(command)
+        return command
+
+    return decorate
 
 
 @click.group("runs")
@@ -44,22 +75,7 @@ def group() -> None:
 
 @group.command("create")
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
-@click.option("--method", type=click.Choice(["sft", "grpo"]), help="Training method.")
-@click.option("--model", help="Base-model id (e.g. builtin/tiny-qwen3).")
-@click.option("--dataset", help="Dataset id (ds-...).")
-@click.option("--validation-dataset", help="Validation dataset id.")
-@click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), help="Training precision.")
-@click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node to train on.")
-@click.option("--pool", help="Pool to queue in.")
-@click.option("--max-steps", type=click.IntRange(min=1), help="Optimizer steps to train.")
-@click.option("--epochs", type=click.FloatRange(min=0, min_open=True), help="Epochs (instead of --max-steps).")
-@click.option("--learning-rate", type=float, help="Peak learning rate.")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Global batch size.")
-@click.option("--seed", type=int, help="Random seed.")
-@click.option("--rank", type=click.IntRange(min=1), help="LoRA rank.")
-@click.option("--kl-penalty", type=click.FloatRange(min=0), help="GRPO KL penalty (0 = none).")
-@click.option("--snapshot-every", type=click.IntRange(min=1), help="Write a snapshot every N steps.")
-@click.option("--workload", help="The quota group it counts against.")
+@plan_options(*PLAN_FLAGS)
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
               help="Any other plan field, e.g. --set hyperparameters.warmupSteps=5 (repeatable).")
 @output_option
@@ -227,25 +243,21 @@ def branch_plan(parent_plan: dict[str, Any], overrides: dict[str, Any]) -> dict[
 
 @group.command("branch")
 @click.argument("snapshot_id", metavar="SNAPSHOT")
-@click.option("--restore", "what", type=click.Choice(["weights", "trainingState"]), required=True,
-              help="weights: the adapter with a fresh optimizer; trainingState: continue exactly.")
-@click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node (trainingState: the snapshot's count).")
+@plan_option("restore", ("restore", "what"), dest="what", required=True)
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="Plan overrides (YAML or JSON).")
-@click.option("--max-steps", type=click.IntRange(min=1), help="Optimizer steps to train.")
-@click.option("--learning-rate", type=float, help="Peak learning rate.")
-@click.option("--dataset", help="Dataset id (default: the parent's).")
+@plan_options(*BRANCH_FLAGS)
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="Any other plan field (repeatable).")
 @output_option
 @pass_cli
-def branch(cli: CliContext, snapshot_id: str, what: str, gpus: int | None, body_file: TextIO | None,
-           sets: tuple[str, ...], fmt: str, **flags: Any) -> None:
+def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | None, sets: tuple[str, ...], fmt: str,
+           **flags: Any) -> None:
     """Start a run from a snapshot: the parent's plan with the overrides applied."""
     snapshot = cli.client.get(f"/v1/snapshots/{snapshot_id}")
     parent_plan: dict[str, Any] = {"model": snapshot.get("model"), "method": snapshot.get("method"),
                                    "precision": snapshot.get("precision")}
     if snapshot.get("run"):
         parent_plan = cli.client.get(f"/v1/runs/{snapshot['run']}").get("plan") or parent_plan
-    overrides = build_plan(body_file, {**flags, "gpus": gpus}, sets)
+    overrides = build_plan(body_file, flags, sets)
     body = branch_plan(parent_plan, overrides)
     body["restore"] = {"snapshot": snapshot_id, "what": what}
     run = cli.client.post("/v1/runs", body)

@@ -17,7 +17,7 @@ from shared.artifacts import ArtifactRoot, ArtifactStore, join
 from shared.disk_full import disk_full, no_space_left
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 from shared.engines import engine as declared_engine
-from shared.plans import plan_default
+from shared.plans import TrainingPlan
 from shared.snapshot_files import record
 from shared.snapshots import (
     ADAPTER_DIR,
@@ -71,7 +71,7 @@ class Restore:
 @dataclass
 class TrainingJob:
     run_id: str
-    plan: dict  # the normalized plan, camelCase (docs/api.md)
+    plan: TrainingPlan  # the run's plan, every default filled in (shared/plans/training_plan.py)
     engine: str  # e.g. "sft-single"
     model_dir: Path
     dataset_path: Path  # JSONL: rows of chat "messages", or "prompt" + "completion"
@@ -136,13 +136,6 @@ class TrainingResult:
     paused: bool = False  # stopped on a pause request, after writing a snapshot with training state
 
 
-def per_device_batch_size(*, global_batch: int, devices: int, gradient_accumulation: int) -> int:
-    """SPEC 3.2: batchSize is the global batch, the same whatever the GPU count. The API refuses a
-    plan whose batch does not split evenly (reasons.batch_not_split); rounding down here only
-    guards runs stored before that check."""
-    return max(1, global_batch // (devices * gradient_accumulation))
-
-
 def training_state_format(engine: str) -> str:
     """The format an engine's HF checkpoints have: sharded DCP under FSDP2, else the plain Trainer's."""
     if declared_engine(engine).shards_weights:
@@ -152,9 +145,8 @@ def training_state_format(engine: str) -> str:
 
 def snapshot_manifest(job: TrainingJob, *, step: int, files: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     plan = job.plan
-    return snapshots.manifest(run_id=job.run_id, step=step, method=plan.get("method") or plan_default("method"),
-                              engine=job.engine, precision=plan.get("precision") or plan_default("precision"),
-                              model=plan.get("model"), gpus=len(job.devices),
+    return snapshots.manifest(run_id=job.run_id, step=step, method=plan.method, engine=job.engine,
+                              precision=plan.precision, model=plan.model, gpus=len(job.devices),
                               training_state_format=training_state_format(job.engine), files=files)
 
 

@@ -5,7 +5,7 @@ services.trainer_worker.engines.distributed JOB_FILE`) with the torch.distribute
 (MASTER_ADDR/PORT on a free local port, RANK, LOCAL_RANK, WORLD_SIZE); each rank runs the same
 engine function as on one device (`engine_function`: `sft.run_sft`, `grpo.run_grpo`), which the
 HF Trainer turns into DDP: gloo on CPU slots, NCCL on CUDA. The global batch stays the plan's
-(base.per_device_batch_size).
+(`Hyperparameters.micro_batch`, shared/plans/training_plan.py).
 
 Only rank 0 talks to the outside, over one local connection to this process:
 

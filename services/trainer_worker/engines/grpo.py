@@ -44,17 +44,14 @@ from services.trainer_worker.engines.kit import (
     lora_config,
     quiet_progress,
     restore_phrase,
-    setting,
     trainer_arguments,
     without_printer,
 )
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
-from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
 from shared.errors import ValidationFailed
 from shared.images import image_count
 from shared.models import load_processor
-from shared.plans import plan_default
 from shared.reward_process import RewardScorer
 from shared.rewards import check_rewards
 from shared.serving.generation import MAX_N, prompt_token_ids
@@ -111,16 +108,14 @@ def grpo_config(job: TrainingJob):
     server) and GRPO's own."""
     from trl import GRPOConfig
 
-    plan = job.plan
-    weight = plan_default("grpo", "rewards", "weight")
+    grpo = job.plan.grpo_settings
     return GRPOConfig(
         **trainer_arguments(job),
-        num_generations=int(setting(plan, "grpo", "numGenerations")),
-        max_completion_length=int(setting(plan, "grpo", "maxCompletionLength")),
-        temperature=float(setting(plan, "grpo", "temperature")),
-        beta=float(setting(plan, "grpo", "klPenalty")),
-        reward_weights=[float(weight if r.get("weight") is None else r["weight"])
-                        for r in setting(plan, "grpo", "rewards")],
+        num_generations=int(grpo.num_generations),
+        max_completion_length=int(grpo.max_completion_length),
+        temperature=float(grpo.temperature),
+        beta=float(grpo.kl_penalty),
+        reward_weights=[float(reward.weight) for reward in grpo.rewards],
     )
 
 
@@ -338,15 +333,12 @@ def _rollouts_dir(job: TrainingJob) -> Path:
 
 
 def _check(job: TrainingJob) -> list[dict]:
-    rewards = list(setting(job.plan, "grpo", "rewards"))
-    if not rewards:
-        raise ValidationFailed(reasons.GRPO_NEEDS_REWARDS, details={"field": "grpo.rewards"})
+    """The plan's reward entries, once what only this process can see holds: the parameters each
+    registered function takes, read from the function as imported here. The API read them from its
+    source, or took them on trust where it could not (shared/rewards.py); every other rule of the
+    plan it judged already (shared/plans/check.py), and is not judged again."""
+    rewards = job.plan.grpo_settings.reward_entries
     check_rewards(rewards, registered=job.reward_functions, imported=True)
-    batch = int(setting(job.plan, "hyperparameters", "batchSize"))
-    generations = int(setting(job.plan, "grpo", "numGenerations"))
-    if batch % generations:
-        raise ValidationFailed(reasons.grpo_batch_not_a_multiple(batch_size=batch, generations=generations),
-                               details={"field": "hyperparameters.batchSize"})
     return rewards
 
 
@@ -362,7 +354,7 @@ def run_grpo(job: TrainingJob, reporter: Reporter, *, rollout_server: type[Rollo
 
     plan = job.plan
     rewards = _check(job)
-    server = rollout_server(model=plan.get("model"), model_dir=job.model_dir, precision=setting(plan, "precision"),
+    server = rollout_server(model=plan.model, model_dir=job.model_dir, precision=plan.precision,
                             devices=[job.devices[_rank()]], work_dir=_rollouts_dir(job), plan=plan)
     # The built-in server imports and loads beside the trainer from here on; vLLM starts once the
     # trainer's model is loaded (it is sized by it).
@@ -418,8 +410,8 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
     # inside train(), so the first hand-off (step N of a resumed run) is skipped.
     server.start(peft_model, step=int(restored.manifest["step"]) if restored and restored.checkpoint else 0)
     reporter.event(
-        f"training {plan.get('model')} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
-        f"{int(setting(plan, 'hyperparameters', 'batchSize')) // args.num_generations} prompt(s) x "
+        f"training {plan.model} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
+        f"{plan.hyperparameters.batch_size // args.num_generations} prompt(s) x "
         f"{args.num_generations} completions per step, KL reference {reference}; rollouts from a serving "
         f"process at {server.base_url} (ready in {time.perf_counter() - started:.1f}s)"
         + restore_phrase(restored)

@@ -4,9 +4,10 @@ An engine is TRL's trainer for its method over a PEFT LoRA adapter, with one cal
 the HF Trainer to the trainer platform. This module holds the parts that do not depend on the
 method:
 
-- **reading the plan**: `setting(plan, part, field)`, the stored value or, for a plan stored before
-  the field existed, the plan schema's own default (shared/plans.py `plan_default`); engines carry
-  no default numbers of their own;
+- **reading the plan**: the job's `TrainingPlan` (shared/plans/training_plan.py), attributes with
+  every default filled in (a plan stored before a field existed reads the schema's); engines carry
+  no default numbers of their own, and check none of the plan's rules again (the API judged it,
+  shared/plans/check.py);
 - **loading**: `load_for_training` (what the job restores, checked; the tokenizer; the base model
   in the plan's precision on this process's device, with the inherited adapter when it restores
   one) and `lora_config` for a fresh adapter;
@@ -44,36 +45,17 @@ from services.trainer_worker.engines.base import (
     adapter_dir_of,
     check_restore,
     checkpoint_from_snapshot,
-    per_device_batch_size,
     publish_checkpoint_as_snapshot,
     snapshot_write_failed,
 )
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
 from shared.models import load_causal_lm, load_tokenizer
-from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, plan_default
+from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
 from shared.resolver import GIB, trainer_memory_gib
 
 # A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
 NEVER = 10**12
-
-
-# --- Reading the plan
-
-
-def setting(plan: dict[str, Any], *path: str) -> Any:
-    """The plan's value at `path` (e.g. "hyperparameters", "learningRate"); where the plan has none
-    (stored before the field existed), the default `parse_plan` gives a plan submitted now."""
-    value: Any = plan
-    for name in path:
-        value = (value or {}).get(name)
-    return plan_default(*path) if value is None else value
-
-
-def every_steps(plan: dict[str, Any], part: str) -> int | None:
-    """`snapshots.everySteps` or `validation.everySteps`: None (the schema's default) means no interval."""
-    value = (plan.get(part) or {}).get("everySteps")
-    return int(value) if value else None
 
 
 def quiet_progress() -> None:
@@ -88,33 +70,36 @@ def quiet_progress() -> None:
 # --- Loading the model, the tokenizer and the adapter
 
 
-def lora_config(plan: dict[str, Any]):
+def lora_config(plan: TrainingPlan):
     """The PEFT LoraConfig of a fresh adapter. Alpha is a float (scaling = alpha / rank), as the plan
     and PEFT both take it."""
     from peft import LoraConfig
 
+    adapter = plan.adapter
+    targets = adapter.target_modules
     return LoraConfig(
-        r=int(setting(plan, "adapter", "rank")),
-        lora_alpha=float(setting(plan, "adapter", "alpha")),
-        lora_dropout=float(setting(plan, "adapter", "dropout")),
-        target_modules=setting(plan, "adapter", "targetModules"),
+        r=int(adapter.rank),
+        lora_alpha=float(adapter.alpha),
+        lora_dropout=float(adapter.dropout),
+        target_modules=targets if isinstance(targets, str) else list(targets),
         task_type="CAUSAL_LM",
     )
 
 
-def adapter_differences(plan: dict, inherited: dict) -> list[str]:
+def adapter_differences(plan: TrainingPlan, inherited: dict) -> list[str]:
     """How the plan's adapter settings differ from an inherited adapter_config.json, one phrase each.
 
-    targetModules "all-linear" (or unset) is compared by nothing: PEFT stores the module names it
-    expanded to, which the plan cannot name in advance.
+    targetModules "all-linear" is compared by nothing: PEFT stores the module names it expanded
+    to, which the plan cannot name in advance.
     """
-    adapter = plan.get("adapter") or {}
+    adapter = plan.adapter
     differences = []
-    for field, key, cast in (("rank", "r", int), ("alpha", "lora_alpha", float), ("dropout", "lora_dropout", float)):
-        if adapter.get(field) is not None and cast(adapter[field]) != cast(inherited.get(key)):
-            differences.append(f"{field} {adapter[field]} planned, {inherited.get(key)} inherited")
-    wanted = adapter.get("targetModules")
-    if wanted and wanted != "all-linear":
+    for field, value, key, cast in (("rank", adapter.rank, "r", int), ("alpha", adapter.alpha, "lora_alpha", float),
+                                    ("dropout", adapter.dropout, "lora_dropout", float)):
+        if cast(value) != cast(inherited.get(key)):
+            differences.append(f"{field} {value} planned, {inherited.get(key)} inherited")
+    wanted = adapter.target_modules
+    if not adapter.every_linear_layer:
         wanted_set = {wanted} if isinstance(wanted, str) else set(wanted)
         have = inherited.get("target_modules")
         have_set = {have} if isinstance(have, str) else set(have or ())
@@ -163,7 +148,7 @@ def restore_phrase(restored: RestorePlan | None) -> str:
     return f", over the adapter of step {step} (layout {restored.manifest['layout']}) with a fresh optimizer"
 
 
-def _inherited_model(model, restored: RestorePlan, plan: dict, reporter: Reporter):
+def _inherited_model(model, restored: RestorePlan, plan: TrainingPlan, reporter: Reporter):
     """The base model with the snapshot's adapter, trainable, under the adapter's own LoRA config."""
     from peft import PeftModel
 
@@ -187,10 +172,10 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
     restored = plan_restore(job)
     started = time.monotonic()
     tokenizer = load_tokenizer(job.model_dir)
-    model = load_causal_lm(job.model_dir, setting(plan, "precision"), device=_device(job))
+    model = load_causal_lm(job.model_dir, plan.precision, device=_device(job))
     # where a run's start-up goes (bench/platform_overhead.py reads it): the model apart from the data
-    reporter.event(f"loaded {plan.get('model')} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
-                   f"{setting(plan, 'precision')}) in {time.monotonic() - started:.1f}s")
+    reporter.event(f"loaded {plan.model} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
+                   f"{plan.precision}) in {time.monotonic() - started:.1f}s")
     if restored is not None:
         model = _inherited_model(model, restored, plan, reporter)
     return restored, tokenizer, model
@@ -218,12 +203,10 @@ def model_facts(model) -> dict[str, Any]:
     }
 
 
-def keeps_activations(plan: dict[str, Any], facts: dict[str, Any], gpu_gib: float) -> tuple[bool, float]:
+def keeps_activations(plan: TrainingPlan, facts: dict[str, Any], gpu_gib: float) -> tuple[bool, float]:
     """(whether a run of `plan` on GPUs of `gpu_gib` trains without activation checkpointing, the
     estimate without it in GiB)."""
-    # a plan stored before a field existed reads the schema's default, as the engines do (`setting`)
-    needs = trainer_memory_gib({**plan, "precision": setting(plan, "precision")}, model=facts,
-                               activation_checkpointing=False)
+    needs = trainer_memory_gib(plan, model=facts, activation_checkpointing=False)
     return needs <= KEEP_ACTIVATIONS_SHARE * gpu_gib, needs
 
 
@@ -248,34 +231,28 @@ def trainer_arguments(job: TrainingJob, *, checkpointing: bool | None = None) ->
     the global batch split over devices, the schedule, precision, snapshot interval, DDP backend.
     `checkpointing`: activation checkpointing as `activation_checkpointing` chose it; None: on CUDA
     always (the GRPO engine's, whose GPU the rollout server shares), never on CPU."""
-    plan = job.plan
-
-    def hyper(name: str) -> Any:
-        return setting(plan, "hyperparameters", name)
-
-    precision = setting(plan, "precision")
+    plan, hp = job.plan, job.plan.hyperparameters
+    precision = plan.precision
     on_cpu = job.devices[0].startswith("cpu")
-    accumulation = int(hyper("gradientAccumulation"))
-    max_steps, epochs = hyper("maxSteps"), hyper("epochs")
     arguments = dict(
         output_dir=str(job.work_dir / "hf"),
-        per_device_train_batch_size=per_device_batch_size(
-            global_batch=int(hyper("batchSize")), devices=len(job.devices), gradient_accumulation=accumulation
-        ),
-        gradient_accumulation_steps=accumulation,
-        learning_rate=float(hyper("learningRate")),
-        max_steps=int(max_steps) if max_steps else -1,  # -1: the Trainer counts epochs
+        # SPEC 3.2: batchSize is the global batch, split over the devices (the API refused a plan
+        # whose batch does not split evenly)
+        per_device_train_batch_size=hp.micro_batch(len(job.devices)),
+        gradient_accumulation_steps=int(hp.gradient_accumulation),
+        learning_rate=float(hp.learning_rate),
+        max_steps=int(hp.max_steps) if hp.max_steps else -1,  # -1: the Trainer counts epochs
         # parse_plan gives epochs whenever maxSteps is unset; with maxSteps the Trainer ignores it
-        num_train_epochs=float(epochs) if epochs else EPOCHS_WITHOUT_MAX_STEPS,
-        warmup_steps=int(hyper("warmupSteps")),
-        seed=int(hyper("seed")),
+        num_train_epochs=float(hp.epochs) if hp.epochs else EPOCHS_WITHOUT_MAX_STEPS,
+        warmup_steps=int(hp.warmup_steps),
+        seed=int(hp.seed),
         bf16=precision == "bf16",
         fp16=precision == "fp16",
         use_cpu=on_cpu,
         activation_checkpointing=(not on_cpu) if checkpointing is None else checkpointing,
         logging_steps=1,
         save_strategy="steps",
-        save_steps=every_steps(plan, "snapshots") or NEVER,
+        save_steps=plan.snapshots.every_steps or NEVER,
         report_to="none",
         disable_tqdm=True,
         dataloader_num_workers=0,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.gpu_share import GIB, gpu_memory_utilization, max_model_len, rollout_server_gib
+from shared.plans import TrainingPlan
 from shared.resolver import model_shape, trainer_memory_gib
 
 
@@ -44,7 +45,7 @@ def device_memory_gib() -> float:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / GIB
 
 
-def vllm_sizes(plan: dict[str, Any], *, model_dir: Path, parameters: int, device_gib: float) -> dict[str, Any]:
+def vllm_sizes(plan: TrainingPlan, *, model_dir: Path, parameters: int, device_gib: float) -> dict[str, Any]:
     """`gpu_memory_utilization` and `max_model_len` for `VllmBackend`: the share of a `device_gib`
     GPU the trainer leaves free, and the longest sequence a rollout needs. A ValueError (its sentence
     from shared/gpu_share.py) when what is left is less than the server needs."""

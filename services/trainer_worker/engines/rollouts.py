@@ -33,6 +33,7 @@ import requests
 
 from shared.child_env import child_env, die_with_parent, with_python_path
 from shared.load_spec import LoadSpec, model_generation_config
+from shared.plans import TrainingPlan
 
 READY_TIMEOUT_S = 300.0
 REQUEST_TIMEOUT_S = 600.0
@@ -79,7 +80,7 @@ class RolloutServer:
     handed_step: int | None = None  # the optimizer step whose adapter the server holds
     # its secret: the server answers only requests that carry it (nobody else on the node can sample)
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
-    plan: dict[str, Any] | None = None  # the run's plan: sizes vLLM beside the trainer (rollout_sizes.py)
+    plan: TrainingPlan | None = None  # the run's plan: sizes vLLM beside the trainer (rollout_sizes.py)
     # How the built-in server applies the adapter (shared.load_spec.ADAPTER_MODES); None: the fastest
     # that answers as the unmerged adapter does, "folded" (vLLM applies LoRA itself and is always unmerged).
     adapter_mode: str | None = None

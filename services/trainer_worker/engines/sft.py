@@ -35,24 +35,22 @@ from services.trainer_worker.engines.kit import (
     ReporterCallback,
     activation_checkpointing,
     bind_callback,
-    every_steps,
     finish_training,
     guard_checkpoint_writes,
     load_for_training,
     lora_config,
     quiet_progress,
     restore_phrase,
-    setting,
     trainer_arguments,
     without_printer,
 )
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, completion_row, trained_tokens
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
 from services.trainer_worker.engines.sharding import sharded_trainer, shards
-from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import ValidationFailed
 from shared.models import load_processor
+from shared.plans import TrainingPlan
 
 
 def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
@@ -82,12 +80,12 @@ def validation_point(step: int, loss: float) -> dict[str, Any]:
     return {"step": step, "validationLoss": loss, "validationPerplexity": math.exp(min(loss, 50.0))}
 
 
-def validate_every(plan: dict) -> int | None:
+def validate_every(plan: TrainingPlan) -> int | None:
     """Steps between validation passes: the plan's validation.everySteps, else its snapshot interval,
     else only the last step (None when the plan has no validationDataset)."""
-    if not plan.get("validationDataset"):
+    if not plan.validation_dataset:
         return None
-    return every_steps(plan, "validation") or every_steps(plan, "snapshots") or NEVER
+    return plan.validation.every_steps or plan.snapshots.every_steps or NEVER
 
 
 class SftReporterCallback(ReporterCallback):
@@ -122,12 +120,12 @@ def sft_config(job: TrainingJob, *, checkpointing: bool | None = None):
         # Validation passes (validationDataset): the same micro-batch, loss only (no logits kept).
         per_device_eval_batch_size=common["per_device_train_batch_size"],
         prediction_loss_only=True,
-        max_length=int(setting(job.plan, "hyperparameters", "maxSeqLength")),
+        max_length=int(job.plan.hyperparameters.max_seq_length),
         include_num_input_tokens_seen="non_padding",
         packing=False,
         # prompt/completion rows: the loss over the completion only, unless the plan trains on the prompt
         # (chat rows come tokenized with their own mask: loss_masks.py)
-        completion_only_loss=not setting(job.plan, "hyperparameters", "trainOnPrompt"),
+        completion_only_loss=not job.plan.hyperparameters.train_on_prompt,
     )
 
 
@@ -179,26 +177,17 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
 
     quiet_progress()
     plan = job.plan
-    batch = int(setting(plan, "hyperparameters", "batchSize"))
-    accumulation = int(setting(plan, "hyperparameters", "gradientAccumulation"))
-    if batch % (len(job.devices) * accumulation):
-        reporter.event(
-            f"batchSize {batch} is not a multiple of {len(job.devices)} device(s) times "
-            f"gradientAccumulation {accumulation}; the global batch is rounded down",
-            level="warn",
-        )
     restored, tokenizer, model = load_for_training(job, reporter)
     # FSDP2 (sft-fsdp) checkpoints by its own config (engines/sharding.py): its runs are the ones
     # whose whole copies did not fit
     checkpointing, why = (None, None) if shards(job.engine) else activation_checkpointing(job, model)
     args = sft_config(job, checkpointing=checkpointing)
-    train_on_prompt = bool(setting(plan, "hyperparameters", "trainOnPrompt"))
-    packing = bool(setting(plan, "hyperparameters", "packing"))
+    train_on_prompt = bool(plan.hyperparameters.train_on_prompt)
+    # packing takes no rows with images: the API refused such a plan (shared/plans/check.py)
+    packing = bool(plan.hyperparameters.packing)
     raw_rows = load_rows(job.dataset_path)
     collator = PackedCollator(tokenizer.pad_token_id) if packing else None
     if has_images(raw_rows):  # an image-text dataset (the resolver matched it to an image-text model)
-        if packing:
-            raise ValidationFailed(reasons.IMAGE_ROWS_NOT_PACKED, details={"field": "hyperparameters.packing"})
         processor = load_processor(job.model_dir)
         rows = with_images(processor, job.dataset_path, raw_rows, train_on_prompt, args.max_length)
         validation_rows = (with_images(processor, job.validation_path, load_rows(job.validation_path),
@@ -232,7 +221,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     if packing:
         use_packed_masks(trainer.model)
     reporter.event(
-        f"training {plan.get('model')} on {len(rows)} rows on {', '.join(job.devices)}, "
+        f"training {plan.model} on {len(rows)} rows on {', '.join(job.devices)}, "
         + (f"packed into {len(dataset)} sequences of at most {args.max_length} tokens, " if packing else "")
         + (f"validating on {len(validation_rows)} rows, " if validation_rows else "")
         + f"{args.per_device_train_batch_size} {'sequence' if packing else 'row'}(s) per device per micro-batch, "

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from services.trainer_worker.trackers.scalars import flat_params
+from shared.plans import TrainingPlan
 from shared.tracker_config import MlflowSettings
 
 RUN_TAG = "trainer.run"
@@ -17,7 +18,7 @@ STATUS_OF = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELLED": "KILLED",
 def run_tags(run: dict[str, Any]) -> dict[str, str]:
     parent = run.get("parent") or {}
     tags = {RUN_TAG: run["id"], "trainer.workload": run.get("workload"), "trainer.engine": run.get("engine"),
-            "trainer.model": (run.get("plan") or {}).get("model"), "trainer.parentRun": parent.get("run"),
+            "trainer.model": TrainingPlan.from_dict(run["plan"]).model, "trainer.parentRun": parent.get("run"),
             "trainer.parentSnapshot": parent.get("snapshot")}
     return {k: str(v) for k, v in tags.items() if v is not None}
 

@@ -1,9 +1,9 @@
-"""The run plan (SPEC 2.3): one marshmallow schema per part, field help in `metadata` so the
-OpenAPI document and the CLI help come from the same declaration.
+"""The run plan's shape (SPEC 2.3): one marshmallow schema per part, field help in `metadata` so
+the OpenAPI document and the CLI's flags (`cli_flag`) come from the same declaration.
 
 `parse_plan(body)` validates a request body and returns the plan with every default filled in,
 or raises ValidationFailed naming each field that is wrong. `plan_default(*path)` is such a
-default, for code that reads a plan stored before one of its fields existed.
+default, for training_plan.py to read a plan stored before one of its fields existed.
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ MAX_SEED = 2**32 - 1  # torch, numpy and random all take a seed of 0 .. 2^32-1
 MAX_RANK = 1024
 # apispec writes Range(min_inclusive=False) as a plain minimum; the document says it is exclusive
 ABOVE_MINIMUM = {"exclusiveMinimum": True}
+
+
+def batch_remainder(batch: int, *, devices: int, accumulation: int) -> int:
+    """The one batch-split rule (SPEC 3.2): batchSize is the global batch, split into `devices` x
+    gradientAccumulation micro-batches of equal size; what is left over (0: it splits evenly)."""
+    return batch % (devices * accumulation)
 
 
 class FullMatch(validate.Regexp):
@@ -106,7 +112,7 @@ class AdapterSchema(Schema):
             isinstance(targets, list) and targets and all(isinstance(t, str) and t for t in targets)
         )
         if not ok:
-            raise ValidationError('must be "all-linear" or a non-empty list of module names', "targetModules")
+            raise ValidationError(reasons.TARGET_MODULES_SHAPE, "targetModules")
 
 
 class HyperparametersSchema(Schema):
@@ -144,8 +150,10 @@ class HyperparametersSchema(Schema):
 
     @validates_schema
     def _length(self, data: dict[str, Any], **_: Any) -> None:
-        if data.get("batchSize", 1) % data.get("gradientAccumulation", 1):
-            raise ValidationError("must be a multiple of gradientAccumulation", "batchSize")
+        # the batch split on one device, before anything is looked up; check.py splits it over the
+        # plan's GPUs too (training_plan.Hyperparameters.split_remainder, the one rule of both)
+        if batch_remainder(data.get("batchSize", 1), devices=1, accumulation=data.get("gradientAccumulation", 1)):
+            raise ValidationError(reasons.BATCH_NOT_A_MULTIPLE_OF_ACCUMULATION, "batchSize")
 
 
 class RewardSchema(Schema):
@@ -215,7 +223,8 @@ class RestoreSchema(Schema):
 
     snapshot = fields.String(required=True, metadata={"description": "snapshot id to branch from"})
     what = fields.String(required=True, validate=validate.OneOf(RESTORE_KINDS),
-                         metadata={"description": "weights or trainingState"})
+                         metadata={"description": "weights: the snapshot's adapter, with a fresh optimizer; "
+                                                  "trainingState: continue exactly, on the snapshot's GPU count"})
 
 
 class SnapshotPolicySchema(Schema):
@@ -246,7 +255,9 @@ class PlanSchema(Schema):
     validationDataset = fields.String(load_default=None, allow_none=True,
                                       metadata={"description": "dataset id scored for validation loss as the run trains"})
     validation = fields.Nested(ValidationPolicySchema, load_default=lambda: ValidationPolicySchema().load({}))
-    precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS))
+    precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS),
+                              metadata={"description": "the precision the model trains in (each base model lists "
+                                                       "the ones it takes)"})
     execution = fields.Nested(ExecutionSchema, load_default=lambda: ExecutionSchema().load({}))
     adapter = fields.Nested(AdapterSchema, load_default=lambda: AdapterSchema().load({}))
     hyperparameters = fields.Nested(HyperparametersSchema, load_default=lambda: HyperparametersSchema().load({}))
@@ -273,50 +284,19 @@ def _flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
 
 def parse_plan(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise ValidationFailed("the plan must be a JSON object", details={"fields": {}})
+        raise ValidationFailed(reasons.PLAN_NOT_AN_OBJECT, details={"fields": {}})
     try:
         plan = PlanSchema().load(body)
     except ValidationError as exc:
         fields_ = _flatten(exc.messages)
         first, problems = next(iter(fields_.items()))
-        raise ValidationFailed(f"plan field {first}: {problems[0]}", details={"fields": fields_}) from None
+        raise ValidationFailed(reasons.plan_field_refused(first, problems[0]), details={"fields": fields_}) from None
     hp = plan["hyperparameters"]
     if hp["maxSteps"] is None and hp["epochs"] is None:
         hp["epochs"] = EPOCHS_WITHOUT_MAX_STEPS
     if plan["method"] == "grpo" and plan["grpo"] is None:
         plan["grpo"] = GrpoSchema().load({})
     return plan
-
-
-def check_target_modules(plan: dict[str, Any], model: dict[str, Any]) -> None:
-    """adapter.targetModules names modules of the model (its catalog entry's loraTargetModules, which
-    follow from a built-in model's spec or a real entry's config), so a run is refused now rather
-    than failing in the worker when PEFT finds no such module. "all-linear" fits every model."""
-    targets = plan["adapter"]["targetModules"]
-    if targets == "all-linear":
-        return
-    modules = list(model.get("loraTargetModules") or [])
-    unknown = [t for t in dict.fromkeys(targets) if t not in modules]
-    if unknown:
-        raise ValidationFailed(
-            "plan field adapter.targetModules: " + reasons.target_modules_unknown(model=model["id"], unknown=unknown,
-                                                                                   modules=modules),
-            details={"field": "adapter.targetModules", "unknown": unknown, "modules": modules})
-
-
-def check_steps(plan: dict[str, Any], *, dataset_rows: int) -> None:
-    """A plan that trains by epochs makes epochs x rows / batchSize steps (a grpo step trains on
-    batchSize completions, numGenerations per row): at most MAX_STEPS, like maxSteps."""
-    hp = plan["hyperparameters"]
-    if hp["maxSteps"] is not None or not hp["epochs"]:
-        return
-    per_row = (plan.get("grpo") or {}).get("numGenerations", 1) if plan["method"] == "grpo" else 1
-    steps = math.ceil(hp["epochs"] * max(dataset_rows, 1) * per_row / hp["batchSize"])
-    if steps > MAX_STEPS:
-        raise ValidationFailed(
-            "plan field hyperparameters.epochs: " + reasons.epochs_too_many_steps(
-                epochs=hp["epochs"], rows=dataset_rows, batch_size=hp["batchSize"], steps=steps, max_steps=MAX_STEPS),
-            details={"field": "hyperparameters.epochs", "steps": steps, "maxSteps": MAX_STEPS})
 
 
 @functools.cache
@@ -348,5 +328,6 @@ def plan_default(*path: str) -> Any:
     return default() if callable(default) else default
 
 
-__all__ = ["PlanSchema", "parse_plan", "plan_default", "check_target_modules", "check_steps", "FullMatch", "METHODS",
+__all__ = ["PlanSchema", "parse_plan", "plan_default", "FullMatch", "METHODS",
+           "batch_remainder",
            "PRECISIONS", "RESTORE_KINDS", "EXCLUDE", "EPOCHS_WITHOUT_MAX_STEPS"]
