@@ -31,7 +31,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
+from services.trainer_worker.lease import RELEASE_IF_HELD, Lease, LeaseLost, fenced_move
 from services.trainer_worker.reclaim import lease_holder_gone
 from shared import reasons
 from shared.claims.orphans import LEASED_KINDS, give_back, in_workers_hands
@@ -42,13 +42,6 @@ MAX_LOST_PROCESSES = 3
 # The count, on the run's or evaluation's document; a run's next snapshot removes it.
 LOST_FIELD = "lostProcesses"
 
-# Delete a lease only if it is still the one seen (the dead holder's).
-_DROP = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 
 class Taken(StrEnum):
@@ -68,7 +61,7 @@ def take(worker: Any, claim: dict[str, Any], doc: dict[str, Any], lease: Lease, 
             continue
         if not in_workers_hands(claim, doc) or not lease_holder_gone(worker.store, claim, token, log):
             return Taken.HELD
-        worker.redis.eval(_DROP, 1, worker.keys.lease(doc["id"]), token)
+        worker.redis.eval(RELEASE_IF_HELD, 1, worker.keys.lease(doc["id"]), token)
         log.warning("the process that held this work is gone; taking its lease", holder=token)
         if lease.acquire():
             return Taken.FROM_LOST

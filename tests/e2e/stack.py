@@ -145,3 +145,21 @@ def stop_stack(stack: Stack) -> None:
     keys = list(client.scan_iter(match=f"{stack.prefix}*", count=1000))
     if keys:
         client.delete(*keys)
+
+
+# The settings a caller's environment may hold that would point the CLI at another stack.
+CALLERS_STACK = ("TRAINING_API_URL", "TRAINING_TOKEN", "TRAINING_CONFIG", "TRAINING_REDIS_URL",
+                 "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN", "TRAINING_KEY_PREFIX")
+
+
+def home_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of `training up` and the CLI for a local stack in `home` alone: none of the
+    caller's stack settings, this repository's code."""
+    env = {name: value for name, value in os.environ.items() if name not in CALLERS_STACK}
+    return {**env, "TRAINING_HOME": str(home), "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def training(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """The `training` CLI of this repository, run as a user would."""
+    return subprocess.run([sys.executable, "-m", "training_cli.main", *args], cwd=REPO, env=env, text=True,
+                          capture_output=True, timeout=180)

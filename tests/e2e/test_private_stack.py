@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,15 +20,10 @@ import requests
 from shared.keys import Keys
 from shared.redis_server import free_port
 from shared.store import Store
+from tests.e2e.stack import REPO, home_env, training
 from training_cli.stack_state import StackState
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "shared" / "data" / "sample_sft.jsonl"
-
-
-def training(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "training_cli.main", *args], cwd=REPO, env=env, text=True,
-                          capture_output=True, timeout=180)
 
 
 def environ_of(pid: int) -> dict[str, str]:
@@ -72,10 +65,7 @@ def open_to_others(root: Path) -> list[str]:
 
 def test_what_the_stack_writes_and_what_its_children_see_are_its_own(tmp_path):
     home = tmp_path / "home"
-    env = {**os.environ, "TRAINING_HOME": str(home), "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    for name in ("TRAINING_API_URL", "TRAINING_TOKEN", "TRAINING_CONFIG", "TRAINING_REDIS_URL",
-                 "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN", "TRAINING_KEY_PREFIX"):
-        env.pop(name, None)
+    env = home_env(home)
     port = free_port()
     api = f"http://127.0.0.1:{port}"
     upped = training(env, "up", "--detach", "--port", str(port))

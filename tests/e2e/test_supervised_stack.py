@@ -20,34 +20,22 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import redis
 import requests
 
 from shared.keys import Keys
 from shared.redis_server import free_port, redis_answers
+from tests.e2e.stack import REPO, home_env, training
 from training_cli.stack_state import StackState, process_alive
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "shared" / "data" / "sample_sft.jsonl"
-
-
-def training(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "training_cli.main", *args], cwd=REPO, env=env, text=True,
-                          capture_output=True, timeout=180)
 
 
 def test_every_service_of_the_local_stack_killed_with_sigkill_comes_back(tmp_path):
     home = tmp_path / "home"
-    env = {**os.environ, "TRAINING_HOME": str(home), "TRAINING_ENDPOINT_MANAGER_LEASE_S": "3",
-           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    for name in ("TRAINING_API_URL", "TRAINING_TOKEN", "TRAINING_CONFIG", "TRAINING_REDIS_URL",
-                 "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN", "TRAINING_KEY_PREFIX"):
-        env.pop(name, None)
+    env = home_env(home, TRAINING_ENDPOINT_MANAGER_LEASE_S="3")
     port = free_port()
     api_url = f"http://127.0.0.1:{port}"
     started = time.monotonic()
@@ -141,10 +129,7 @@ def test_training_down_and_up_mid_run_gives_work_back_and_finishes_it(tmp_path, 
     from tests.e2e.test_worker_stop import EVALUATION_ROWS, LONG_PLAN, LONG_STEPS
 
     home = tmp_path / "home"
-    env = {**os.environ, "TRAINING_HOME": str(home), "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    for name in ("TRAINING_API_URL", "TRAINING_TOKEN", "TRAINING_CONFIG", "TRAINING_REDIS_URL",
-                 "TRAINING_ARTIFACT_ROOT", "TRAINING_ADMIN_TOKEN", "TRAINING_KEY_PREFIX"):
-        env.pop(name, None)
+    env = home_env(home)
     port = free_port()
     api_url = f"http://127.0.0.1:{port}"
     upped = training(env, "up", "--detach", "--port", str(port))
