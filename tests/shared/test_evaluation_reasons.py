@@ -1,4 +1,4 @@
-"""The sentences of evaluations and comparisons (shared/reasons.py), word for word."""
+"""The sentences of evaluations and comparisons (shared/reasons/evaluations.py), word for word."""
 
 from shared import reasons
 
