@@ -22,8 +22,9 @@ from services.api.evaluations import (
     withdraw_evaluation,
 )
 from shared import reasons
+from shared.claims.fits import pool_named
 from shared.config import DEFAULT_WORKLOADS
-from shared.errors import Conflict, Unprocessable, ValidationFailed
+from shared.errors import Conflict, Unprocessable
 from shared.evaluation_schema import parse_comparison
 from shared.ids import Kind, new_id
 from shared.states import EvaluationStatus
@@ -56,9 +57,7 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
         raise Unprocessable(reasons.comparison_other_models(models), details={"field": "snapshots", "models": models})
     model = next(iter(models.values()))
     pool_name = spec["pool"] or context.config.default_pool
-    if context.config.pool(pool_name) is None:
-        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
-                               details={"field": "pool", "pools": list(context.config.pools)})
+    pool_named(context.config, pool_name, field="pool")  # 404; each evaluation's GPUs are checked below
     checked = [check_evaluation(context, who=who, checked_snapshot=snap, body={
         "model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
         "workload": workload, "maxTokens": spec["maxTokens"]}) for snap in snapshots]

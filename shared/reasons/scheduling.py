@@ -60,6 +60,16 @@ def waiting_text(scheduling: dict | None) -> str:
     return "; ".join(p for p in (*parts, on) if p)
 
 
+# A claim queued with a GPU count that is not a whole number of at least 1 (shared/claims/queue.py;
+# the API's schemas refuse one before it gets there).
+CLAIM_GPUS_NOT_WHOLE = "execution.gpus must be a whole number of at least 1"
+
+
+def pool_unknown(pool: str) -> str:
+    """A request naming a pool the deployment config does not declare (shared/claims/fits.py: 404)."""
+    return f"pool {pool} does not exist in this deployment"
+
+
 NO_LIVE_WORKER = "no worker is running on a node of its pool that could hold it"
 
 
