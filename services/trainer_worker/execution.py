@@ -22,6 +22,7 @@ from shared import logs, reasons
 from shared.artifacts import ArtifactRoot, dataset_key, run_snapshots_key, run_work_key
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
+from shared.errors import WorkFailed
 from shared.keys import Keys
 from shared.lifecycle.runs import RUNS
 from shared.redis_retry import connect_retrying, unreachable
@@ -195,7 +196,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 given = hand_back_stopped(worker, claim, lease, log, late=True)
             return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
-        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
+        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(WorkFailed.of(exc).sentence)
         reporter.event(detail, level="error")
 
     # Before the run reads as ended: whoever sees it SUCCEEDED finds its tracker files complete.
@@ -237,20 +238,16 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
             return Restore(what="trainingState", snapshot_dir=worker.artifacts.get_dir(doc["path"]))
         first_damage = first_damage or (doc["id"], found.file, found.problem)
     if first_damage is not None:
-        raise SnapshotDamaged(reasons.snapshot_damaged(*first_damage))
+        raise WorkFailed(reasons.snapshot_damaged(*first_damage))
     branch = run["plan"].get("restore")
     if branch:
         parent = worker.store.require(branch["snapshot"], "snapshot")
         parts = ("weights", "trainingState") if branch["what"] == "trainingState" else ("weights",)
         found = damage_of(worker.artifacts, parent, *parts, deep=True)
         if found is not None:
-            raise SnapshotDamaged(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
+            raise WorkFailed(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
         return Restore(what=branch["what"], snapshot_dir=worker.artifacts.get_dir(parent["path"]))
     return None
-
-
-class SnapshotDamaged(Exception):
-    """The snapshot a run must restore is not as it was written (its sentence names the file)."""
 
 
 def use_granted_devices(worker: Worker, devices: list[str]) -> str:

@@ -60,3 +60,22 @@ def dataset_in_use(dataset_id: str, users: list[tuple[str, str, str]]) -> str:
     more = f" and {len(users) - 3} more" if len(users) > 3 else ""
     return (f"dataset {dataset_id} is still read by {shown}{more}; delete it once they have ended "
             "(a PAUSED run reads it again when it resumes)")
+
+
+# --- Rows an engine cannot train on (services/trainer_worker/engines/sft.py, grpo.py).
+
+def dataset_line_without_prompt(line: int) -> str:
+    return f"dataset line {line} has no prompt"
+
+
+def dataset_line_without_question(line: int) -> str:
+    """A chat row for a grpo run whose messages hold nothing before the answer."""
+    return f"dataset line {line} has no messages before its answer"
+
+
+def dataset_line_not_sft(line: int) -> str:
+    return f"dataset line {line} has neither messages nor prompt and completion"
+
+
+DATASET_EMPTY = "the dataset has no rows"
+DATASET_FORMATS_MIXED = "the dataset mixes messages rows with prompt and completion rows"

@@ -1,4 +1,5 @@
-"""Pieces several sentences share: how long something was idle, how a process ended."""
+"""Pieces several sentences share: how long something was idle, how a process ended, what an
+error says."""
 
 from __future__ import annotations
 
@@ -23,3 +24,20 @@ def how_it_ended(exit_code: int) -> str:
         except ValueError:
             return f"was killed by signal {-exit_code}"
     return f"exited with code {exit_code}"
+
+
+def error_text(exc: BaseException) -> str:
+    """What a user reads of an exception nobody foresaw (a library's, a bug, a registered reward
+    function's): its own words, never its Python class name (tests/test_inline_sentences.py). A
+    KeyError's words are only the key, so it says which key was missing."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return f"no key {exc.args[0]!r} where one was looked up"
+    words = str(exc).strip()
+    return words if words else "an error that gave no message"
+
+
+def traceback_error_text(line: str) -> str:
+    """The words of a traceback's last line (`torch.OutOfMemoryError: CUDA out of memory`), without
+    the class name that starts it."""
+    head, _, words = line.partition(":")
+    return words.strip() if words.strip() else "an error that gave no message"

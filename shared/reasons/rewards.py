@@ -14,8 +14,19 @@ def grpo_judge_unparsable(judge: str, count: int, step: int) -> str:
 
 
 def grpo_judge_unreachable(judge: str, waited_s: float, problem: str) -> str:
-    """A GRPO run's judge did not answer for a while: the run fails with this (inside run_failed)."""
+    """A GRPO run's judge did not answer for a while: the run fails with this (inside run_failed);
+    `problem` is one of the JUDGE_* phrases below, or judge_answered_error."""
     return f"judge endpoint {judge} did not answer for {waited_s:g}s ({problem}); the run cannot score its completions"
+
+
+# What a judge's last try met (services/trainer_worker/engines/grpo_rewards.py).
+JUDGE_NOT_READY = "it is not READY"
+JUDGE_TIMED_OUT = "its serving process took longer than a judge's answer may"
+JUDGE_CONNECTION_FAILED = "its serving process refused or dropped the connection"
+
+
+def judge_answered_error(status: int | None) -> str:
+    return f"its serving process answered HTTP {status}" if status else "its serving process answered with an error"
 
 
 def reward_parameter_unknown(where: str, function: str, parameter: str, takes: list[str]) -> str:
@@ -71,6 +82,10 @@ def reward_call_overran(where: str, key: str, reference: str, budget_s: float) -
 def reward_call_raised(where: str, key: str, error: str) -> str:
     """A registered reward function raised on a completion."""
     return f"{where}: reward {key} failed on a completion: {error}"
+
+
+# What reward_call_raised says of a reward process whose answer was not one its protocol has.
+REWARD_PROCESS_OUT_OF_PROTOCOL = "its process answered out of protocol"
 
 
 def reward_process_ended(where: str, key: str, how: str) -> str:

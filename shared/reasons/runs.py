@@ -3,16 +3,19 @@ say (shared/tracker_config.py, services/trainer_worker/trackers/)."""
 
 from __future__ import annotations
 
-
-
 CANCELLED_BY_USER = "cancelled by the user"
-
-
 CANCELLED_WHILE_QUEUED = "cancelled by the user before it was granted GPUs"
 
 
 def run_failed(error: str) -> str:
+    """Detail of a FAILED run: `error` is a plain sentence (shared/errors.WorkFailed), never a class name."""
     return f"training failed: {error}"
+
+
+def failed_unforeseen(error: str) -> str:
+    """What a run or evaluation fails with when its work raised an error nobody foresaw (a
+    library's, a bug): its words (phrases.error_text), and where its traceback is."""
+    return f"{error} (the worker did not foresee this error; its log has the traceback)"
 
 
 def cannot_pause(run_id: str, status: str) -> str:
@@ -47,3 +50,49 @@ def run_paused_disk_full(step: int) -> str:
     return (f"paused: the snapshot of step {step} could not be written because the disk is full (no space "
             "left where the trainer stores artifacts); free space there, then `training runs resume` continues "
             "from the run's latest snapshot")
+
+
+# --- What training on a worker fails with (services/trainer_worker/engines/), each the sentence of
+# a shared/errors.WorkFailed.
+
+def engine_missing(engine: str) -> str:
+    """A run whose engine this worker's build does not have (an older worker beside a newer API)."""
+    return f"this worker has no engine {engine}"
+
+
+def snapshot_training_state_unreadable(snapshot: str) -> str:
+    """A snapshot to resume from whose training state is in no layout this deployment reads."""
+    return f"snapshot {snapshot} holds no training state this deployment reads"
+
+
+# A restored grpo checkpoint whose reference policy is an adapter the model does not carry.
+REFERENCE_ADAPTER_MISSING = "the checkpoint's reference is an adapter, and the model has no reference adapter"
+# An image-text row whose prompt and whole conversation the processor tokenized differently, so
+# its loss mask would fall on the wrong tokens.
+PROCESSOR_TOKENIZED_TWO_WAYS = "the processor tokenized one conversation two ways"
+
+
+def rollout_server_ended(how: str, last_error: str) -> str:
+    """A grpo run's rollout server ended before it answered (`how`: phrases.how_it_ended;
+    `last_error`: the words of the last error in its log, engines/child_logs.py)."""
+    return f"the rollout server {how} before it was ready" + (f": {last_error}" if last_error else "")
+
+
+def rollout_server_not_ready(timeout_s: float, last_error: str) -> str:
+    return (f"the rollout server did not answer within {timeout_s:.0f}s"
+            + (f"; the last error in its log: {last_error}" if last_error else ""))
+
+
+def rollout_server_does_not_fit(*, free_gib: float, device_gib: float, server_gib: float) -> str:
+    """A grpo run's GPU, once its trainer is counted, has too little left for its rollout server."""
+    return (f"the trainer leaves {free_gib:.1f} GiB of {device_gib:.1f} GiB free, "
+            f"and the rollout server needs {server_gib:.1f} GiB")
+
+
+def rollout_server_refused(path: str, status: int, answer: str) -> str:
+    """The rollout server answered a request with an error (`answer`: its body, cut to 500 characters)."""
+    return f"the rollout server answered {path} with {status}: {answer}"
+
+
+def rollout_server_short(*, answered: int, prompts: int, n: int) -> str:
+    return f"the rollout server answered {answered} completions for {prompts} prompt(s) x {n}"

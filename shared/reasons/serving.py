@@ -11,6 +11,21 @@ from __future__ import annotations
 SERVING_KEY_REQUIRED = "this serving process answers only requests that carry its key; send them through the trainer"
 
 
+def serving_route_refused(http_reason: str, method: str, path: str) -> str:
+    """A serving process's answer to a route it does not have (`Not Found: GET /v1/nothing`)."""
+    return f"{http_reason}: {method} {path}"
+
+
+def serving_failed(error: str) -> str:
+    """A serving process's 500 for an error nobody foresaw (`error`: phrases.error_text, no class name)."""
+    return f"the server failed to answer: {error}"
+
+
+def generation_failed(error: str) -> str:
+    """The error a streamed answer ends with when generation fails after its status line was sent."""
+    return f"generation failed: {error}"
+
+
 def adapter_not_foldable(name: str, why: str) -> str:
     """A serving process in adapterMode folded (a rollout server) was handed an adapter it cannot
     fold into its weights exactly (shared/serving/adapter_fold.py)."""

@@ -92,12 +92,12 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         status = exc.code or 400
-        return jsonify(error_body(status, f"{exc.name}: {request.method} {request.path}")), status
+        return jsonify(error_body(status, reasons.serving_route_refused(exc.name, request.method, request.path))), status
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):
         log.exception("request failed", path=request.path)
-        return jsonify(error_body(500, f"the server failed to answer: {type(exc).__name__}: {exc}")), 500
+        return jsonify(error_body(500, reasons.serving_failed(reasons.error_text(exc)))), 500
 
     @app.get("/health")
     def health():
@@ -304,7 +304,7 @@ def _stream(pieces: Iterator[str], outcome: Outcome, head: dict, body: dict, chu
             if include_usage:
                 yield _sse({**head, "object": chunk("", None)["object"], "choices": [], "usage": _usage(outcome)})
         except Exception as exc:  # the status line is sent already: report in the stream, like vLLM
-            yield _sse(error_body(500, f"generation failed: {type(exc).__name__}: {exc}"))
+            yield _sse(error_body(500, reasons.generation_failed(reasons.error_text(exc))))
         finally:
             pieces.close()
             done()

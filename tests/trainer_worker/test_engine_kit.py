@@ -18,6 +18,7 @@ from services.trainer_worker.engines.sft import load_rows, run_sft, sft_config
 from services.trainer_worker.evaluation_job import _read_rows
 from shared.datasets import row_prompt, row_reference
 from shared.engines import ENGINES, methods
+from shared.errors import WorkFailed
 from shared.plans import parse_plan, plan_default
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
@@ -30,7 +31,7 @@ def test_every_declared_engine_has_its_function_and_nothing_else_does():
     for spec in ENGINES:
         assert engine_function(spec.name) is runs[spec.method]
     assert set(RUNNERS) == set(methods())
-    with pytest.raises(KeyError, match="this worker has no engine sft-triple"):
+    with pytest.raises(WorkFailed, match="this worker has no engine sft-triple"):
         engine_function("sft-triple")
 
 

@@ -51,7 +51,7 @@ from services.trainer_worker.engines.kit import (
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
-from shared.errors import ValidationFailed
+from shared.errors import ValidationFailed, WorkFailed
 from shared.images import image_count
 from shared.models import load_processor
 from shared.plans import plan_default
@@ -84,12 +84,11 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
     images = False
     for row in read_rows(dataset_path):
         if row.format is None:
-            raise ValidationFailed(f"dataset line {row.line} has no prompt", details={"line": row.line})
+            raise WorkFailed(reasons.dataset_line_without_prompt(row.line))
         view = {k: v for k, v in row.fields.items() if k != _READ_FROM.get(row.format)}
         view["prompt"] = row_prompt(row.fields)
         if row.format == CHAT and not view["prompt"]:
-            raise ValidationFailed(f"dataset line {row.line} has no messages before its answer",
-                                   details={"line": row.line})
+            raise WorkFailed(reasons.dataset_line_without_question(row.line))
         reference = row_reference(row.fields)
         if reference is not None:
             view.setdefault("answer", reference)
@@ -98,7 +97,7 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
             images = True
         rows.append(view)
     if not rows:
-        raise ValidationFailed("the dataset has no rows")
+        raise WorkFailed(reasons.DATASET_EMPTY)
     if images:  # every row has the column TRL reads a batch's images from
         rows = [{**r, "images": r.get("images") or []} for r in rows]
     columns = sorted({k for r in rows for k in r})
@@ -226,7 +225,7 @@ def restore_reference(model, checkpoint: Path | None, reporter: Reporter) -> str
     reference = json.loads(recorded.read_text())
     if reference.get("policy") == "adapter":
         if not has_ref:  # cannot happen: a restored model carries an adapter, so TRL made a "ref"
-            raise RuntimeError("the checkpoint's reference is an adapter, and the model has no reference adapter")
+            raise WorkFailed(reasons.REFERENCE_ADAPTER_MISSING)
         set_peft_model_state_dict(model, load_file(str(checkpoint / reference["weights"])),
                                   adapter_name=REFERENCE_ADAPTER)
         return "inherited adapter"

@@ -51,7 +51,7 @@ from services.trainer_worker.engines.packing import PackedCollator, labelled, pa
 from services.trainer_worker.engines.sharding import sharded_trainer, shards
 from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows
-from shared.errors import ValidationFailed
+from shared.errors import ValidationFailed, WorkFailed
 from shared.models import load_processor
 
 
@@ -65,14 +65,11 @@ def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
         elif row.format == COMPLETION:
             rows.append({"prompt": row.fields["prompt"], "completion": row.fields["completion"]})
         else:
-            raise ValidationFailed(
-                f"dataset line {row.line} has neither messages nor prompt and completion",
-                details={"line": row.line},
-            )
+            raise WorkFailed(reasons.dataset_line_not_sft(row.line))
     if not rows:
-        raise ValidationFailed("the dataset has no rows")
+        raise WorkFailed(reasons.DATASET_EMPTY)
     if len({tuple(sorted(r)) for r in rows}) > 1:
-        raise ValidationFailed("the dataset mixes messages rows with prompt and completion rows")
+        raise WorkFailed(reasons.DATASET_FORMATS_MIXED)
     return rows
 
 
