@@ -11,7 +11,9 @@ message of:
   `WorkFailed`, ...), and of the built-in exceptions the trainer worker raises, whose message a
   failed run or evaluation shows;
 - an event (`add_event(id, message)`, `reporter.event(message)`), a `detail=` stored on a resource,
-  and an error answer of a serving process (`error_body(status, message)`).
+  an error answer of a serving process (`error_body(status, message)`), and the phrase given to a
+  helper that raises with it (`_fail(path, problem)`, `_refuse(problem)`, `_refusal(name, why)`).
+What the CLI prints with click.echo (tables, progress lines) is not counted.
 
 The count is held per file (ALLOWED): a new inline sentence fails here, and so does a file whose
 count went down without its allowance being lowered, so that the line only moves one way. The plan's
@@ -31,8 +33,11 @@ REPO = Path(__file__).resolve().parent.parent
 FOLDERS = ("services", "shared", "training_cli")
 OWNER = REPO / "shared" / "reasons"
 
-# Calls whose message argument (by position) a user reads.
-MESSAGE_CALLS = {"add_event": 1, "event": 0, "error_body": 1}
+# Calls whose message argument (by position) a user reads: events, a serving process's error
+# answer, and the helpers that raise with the phrase they are given (shared/config.py and
+# shared/tracker_config.py `_fail(path, problem)`, snapshot_members' and json_values' `_refuse`,
+# adapter_fold's `_refusal(name, why)`).
+MESSAGE_CALLS = {"add_event": 1, "event": 0, "error_body": 1, "_fail": 1, "_refuse": 0, "_refusal": 1}
 # Built-in exceptions whose message reaches a user when the trainer worker raises them: a run's or an
 # evaluation's failure detail.
 WORKER = REPO / "services" / "trainer_worker"
@@ -115,7 +120,7 @@ def counts() -> Counter:
 
 
 # Inline sentences left per file; lower an entry when a file's sentences move into shared/reasons/.
-ALLOWED: dict[str, int] = {
+ALLOWED: dict[str, int] = {  # every one in the plan's files, which the typed plan (issue 28 item 1) moves
     "services/api/auth.py": 4,
     "services/api/branches.py": 1,
     "services/api/comparisons.py": 2,
@@ -139,7 +144,7 @@ ALLOWED: dict[str, int] = {
     "services/trainer_worker/stopping.py": 1,
     "shared/catalog.py": 1,
     "shared/claims/queue.py": 2,
-    "shared/config.py": 3,
+    "shared/config.py": 22,
     "shared/datasets.py": 2,
     "shared/endpoint_schema.py": 2,
     "shared/evaluation_schema.py": 4,
@@ -150,12 +155,13 @@ ALLOWED: dict[str, int] = {
     "shared/redis_server.py": 4,
     "shared/reward_process.py": 1,
     "shared/rewards.py": 7,
+    "shared/serving/adapter_fold.py": 13,
     "shared/serving/generation.py": 16,
     "shared/serving/openai_app.py": 13,
     "shared/snapshots.py": 5,
     "shared/store.py": 2,
     "shared/tiny_models.py": 1,
-    "shared/tracker_config.py": 1,
+    "shared/tracker_config.py": 11,
     "training_cli/archive.py": 4,
     "training_cli/client.py": 3,
     "training_cli/commands/endpoints.py": 2,

@@ -21,3 +21,6 @@ from shared.reasons.snapshots import *
 from shared.reasons.datasets import *
 from shared.reasons.api import *
 from shared.reasons.local_stack import *
+from shared.reasons.deployment import *
+from shared.reasons.training import *
+from shared.reasons.cli import *

@@ -122,3 +122,42 @@ def number_too_long(digits: int, most: int) -> str:
 
 # A number field given a string ("0.1"): marshmallow would read it as the number.
 NUMBER_NOT_A_STRING = "must be a JSON number, not a string"
+
+
+# --- Request bodies and the resources they name (shared/*_schema.py, shared/store.py, services/api/auth.py).
+
+def body_not_an_object(what: str) -> str:
+    """A resource's body (`what`: endpoint, evaluation, comparison, plan) that is not a JSON object."""
+    return f"the {what} must be a JSON object"
+
+
+def body_field_refused(what: str, field: str, problem: str) -> str:
+    """The first field a body's schema refused (`problem`: marshmallow's words, or one of ours)."""
+    return f"{what} field {field}: {problem}"
+
+
+# An evaluation's reward entry that names a judge: its judge is its own field.
+EVALUATION_REWARD_JUDGE = "an evaluation's rewards are reward functions; its judge is the `judge` field"
+COMPARISON_SNAPSHOT_TWICE = "names a snapshot twice"
+
+
+def resource_unknown(what: str, resource_id: str) -> str:
+    """A resource this token may not see or that is not there (the two read the same)."""
+    return f"{what} {resource_id} does not exist"
+
+
+def resource_id_unknown(resource_id: str) -> str:
+    return f"{resource_id} does not exist"
+
+
+AUTHORIZATION_MISSING = "this request needs an Authorization: Bearer TOKEN header"
+TOKEN_UNKNOWN = "this token is not known to the deployment"
+
+
+def workload_forbidden(workload: str) -> str:
+    return f"this token may not act for workload {workload}"
+
+
+def page_limit_invalid(shown: str, most: int) -> str:
+    """?limit= of a list (`shown`: what was given, as the answer quotes it)."""
+    return f"limit must be a whole number from 1 to {most}, not {shown}"

@@ -79,3 +79,54 @@ def dataset_line_not_sft(line: int) -> str:
 
 DATASET_EMPTY = "the dataset has no rows"
 DATASET_FORMATS_MIXED = "the dataset mixes messages rows with prompt and completion rows"
+
+
+# --- Images in chat messages (shared/images.py): the problem with an image part, said after the
+# field it is in (`messages[0].content[1].image_url.url is not valid base64`).
+
+IMAGE_NOT_A_DATA_URL = "must be a data: URL of an image (data:image/png;base64,...)"
+IMAGE_URL_NOT_FETCHED = "must be a data: URL of an image (data:image/png;base64,...); other URLs are not fetched"
+IMAGE_NOT_BASE64 = "is not valid base64"
+IMAGE_NOT_DECODABLE = "is not an image Pillow can decode"
+
+
+def image_media_type_refused(media: str, media_types: list[str]) -> str:
+    return f"is a {media} data: URL; images are {', '.join(media_types)}"
+
+
+def image_too_large(most: int) -> str:
+    return f"holds an image larger than {most} bytes"
+
+
+def image_file_too_large(most: int) -> str:
+    """An uploaded image file past the bytes an image may have."""
+    return f"is larger than {most} bytes"
+
+
+def image_too_many_pixels(width: int, height: int, most: int) -> str:
+    return f"is an image of {width}x{height} pixels; the most is {most} pixels"
+
+
+def image_format_refused(image_format: str | None, media_types: list[str]) -> str:
+    return f"is a {image_format} image; images are {', '.join(media_types)}"
+
+
+# --- Dataset files as shared/datasets.py reads them.
+
+def dataset_not_utf8(byte: int) -> str:
+    return f"the dataset is not UTF-8 text (byte {byte})"
+
+
+def dataset_line_refused(line: int, field: str | None, problem: str) -> str:
+    """A line of a dataset file (`field`: where in its row, None for the line as a whole)."""
+    where = "" if field is None else f", field {field},"
+    return f"dataset line {line}{where} {problem}"
+
+
+def dataset_upload_refused(line: int, field: str, problem: str, more: int) -> str:
+    """An uploaded dataset's first fault, and how many more it has (the details list them)."""
+    return f"dataset line {line}, field {field}: {problem}" + (f" (and {more} more)" if more else "")
+
+
+DATASET_UPLOAD_WITHOUT_FILE = "upload the JSONL as the multipart form field `file`"
+DATASET_DELETED_BY_USER = "deleted by the user"

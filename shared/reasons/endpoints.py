@@ -111,3 +111,16 @@ def endpoint_moved_off(node: str) -> str:
     (services/scheduler/lost_endpoints.py): it queues again for a node that has one."""
     return (f"no endpoint manager runs on node {node}; back in the queue keeping its place, to start on a node "
             "that has one")
+
+
+def endpoint_already_stopped(endpoint_id: str, phase: str) -> str:
+    return f"endpoint {endpoint_id} has already stopped ({phase})"
+
+
+ENDPOINT_STOP_REQUESTED = "stop requested by the user"
+# A request through the trainer's proxy that names no endpoint.
+PROXY_MODEL_MISSING = "the request needs `model`: an endpoint's id or name"
+
+
+def endpoint_log_lines_invalid(most: int) -> str:
+    return f"lines must be a whole number from 1 to {most}"

@@ -77,3 +77,22 @@ def evaluated_snapshot_unknown(snapshot_id: str) -> str:
 def comparison_not_queued(comparison_id: str) -> str:
     """An evaluation withdrawn because its comparison failed to queue the rest of its evaluations."""
     return f"withdrawn: comparison {comparison_id} could not queue all of its evaluations, so it queued none"
+
+
+def evaluation_cancel_event(by: str, *, ended: bool) -> str:
+    """The event of a cancel: `ended` when it ended at once (it was QUEUED), else requested."""
+    return f"cancelled by {by}" if ended else f"cancel requested by {by}"
+
+
+def evaluation_rows_missing(evaluation_id: str) -> str:
+    return f"the per-row results of evaluation {evaluation_id} are missing from the artifact store"
+
+
+def comparison_queued(count: int, pool: str) -> str:
+    return f"queued {count} evaluation(s) in pool {pool}"
+
+
+def evaluation_reward_refused(sentence: str) -> str:
+    """A reward entry of an evaluation refused (`sentence` starts with the entry's field, e.g.
+    `rewards.0.threshold: ...`), said as the other evaluation fields are."""
+    return f"evaluation field {sentence}"

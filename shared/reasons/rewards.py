@@ -91,3 +91,39 @@ REWARD_PROCESS_OUT_OF_PROTOCOL = "its process answered out of protocol"
 def reward_process_ended(where: str, key: str, how: str) -> str:
     """The process that runs registered reward functions ended while scoring (`how`: how_it_ended)."""
     return f"{where}: the process scoring reward {key} {how} before it gave a score"
+
+
+# --- Reward entries refused (shared/rewards.py check_rewards, load_registered).
+
+def reward_unloadable(reference: str, error: str) -> str:
+    return f"reward function {reference} cannot be loaded: {error}"
+
+
+def reward_not_callable(reference: str) -> str:
+    return f"reward function {reference} is not callable"
+
+
+def reward_function_or_judge(where: str, *, both: bool) -> str:
+    return f"{where}: a reward names either a function or a judge endpoint, not {'both' if both else 'neither'}"
+
+
+def reward_function_unknown_here(where: str, function: str, known: list[str]) -> str:
+    return f"{where}.function: no reward function {function} in this deployment; it has {', '.join(known)}"
+
+
+def reward_function_missing(function: str) -> str:
+    """A reward a worker's deployment does not register (its config differs from the API's)."""
+    return f"no reward function {function} in this deployment"
+
+
+def regex_reward_without_pattern(where: str) -> str:
+    return f"{where}.pattern: the regex reward needs a pattern"
+
+
+def length_reward_without_target(where: str) -> str:
+    return f"{where}.target: the length reward needs a target length of 1 or more characters"
+
+
+# What a built-in reward's parameter must be (reward_parameter_type's `must`).
+REWARD_FIELD_TYPE = "the name of a dataset field (a string)"
+REWARD_PATTERN_TYPE = "a regular expression (a string)"

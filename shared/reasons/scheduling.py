@@ -65,6 +65,11 @@ def waiting_text(scheduling: dict | None) -> str:
 CLAIM_GPUS_NOT_WHOLE = "execution.gpus must be a whole number of at least 1"
 
 
+def claim_exists(kind: str, resource_id: str, claim_id: str, state: str) -> str:
+    """A claim submitted for a resource that already holds a live one."""
+    return f"{kind} {resource_id} already has claim {claim_id} ({state})"
+
+
 def pool_unknown(pool: str) -> str:
     """A request naming a pool the deployment config does not declare (shared/claims/fits.py: 404)."""
     return f"pool {pool} does not exist in this deployment"

@@ -137,3 +137,38 @@ def adapter_config_refused(file: str, problem: str) -> str:
 def snapshot_member_refused(member: str, problem: str) -> str:
     """tarfile's `data` filter refused a member; said without the server's paths."""
     return f"{member} {problem}"
+
+
+# --- A snapshot directory's manifest read (shared/snapshots.py read_manifest, parse_manifest).
+
+def snapshot_dir_without_manifest(manifest: str) -> str:
+    return f"the snapshot directory holds no {manifest}"
+
+
+def manifest_unreadable(manifest: str, error: str | None) -> str:
+    return f"{manifest} cannot be read ({error})"
+
+
+def manifest_not_json(manifest: str, error: str) -> str:
+    return f"{manifest} is not a JSON manifest: {error}"
+
+
+def manifest_not_an_object(manifest: str) -> str:
+    return f"{manifest} is not a JSON object"
+
+
+def manifest_lacks(manifest: str, missing: list[str]) -> str:
+    return f"{manifest} lacks {', '.join(missing)}"
+
+
+def import_dir_without_manifest(directory: str, manifest: str) -> str:
+    """A directory to import (`training snapshots import DIR`, or a path on the API's machine) with no manifest."""
+    return f"{directory} holds no {manifest}; a snapshot directory starts with its manifest"
+
+
+def snapshot_path_not_absolute(path: str) -> str:
+    return f"path {path} must be absolute: the API reads it on its own machine"
+
+
+def snapshot_adapter_files_missing(snapshot_id: str) -> str:
+    return f"snapshot {snapshot_id} has no adapter files on disk"
