@@ -82,7 +82,7 @@ class RewardScorer:
                 self._builtin[index] = function_of(entry)
             return [self._builtin[index](completion, row) for completion, row in zip(completions, rows)]
         if name not in self.registered:
-            raise ValidationFailed(f"no reward function {name} in this deployment", details={"function": name})
+            raise ValidationFailed(reasons.reward_function_missing(name), details={"function": name})
         if self._process is None or not self._process.alive():
             self._process = RewardProcess()
         return self._process.score(self.registered[name], parameters_of(entry), completions, rows,

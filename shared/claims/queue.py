@@ -130,7 +130,7 @@ class ClaimQueue:
                     if live and live["state"] != ClaimState.RELEASED:
                         pipe.unwatch()
                         raise Conflict(
-                            f"{kind} {resource_id} already has claim {live['id']} ({live['state']})",
+                            reasons.claim_exists(kind, resource_id, live["id"], live["state"]),
                             details={"claim": live["id"]},
                         )
                     pipe.multi()
@@ -257,9 +257,7 @@ class ClaimQueue:
         under WATCH of both, and writes every grant in one MULTI; when anything else touched them
         meanwhile (a submit, a release, another scheduler's pass) the pass starts over.
         """
-        pool = config.pool(pool_name)
-        if pool is None:
-            raise ValidationFailed(f"pool {pool_name} is not declared")
+        pool = fits.pool_named(config, pool_name)
         nodes = {n.name: n for n in pool.nodes}
         states = pool_node_states(self.redis, self.keys, pool)  # which kinds each node takes now
         counts = {name: n.devices for name, n in states.items() if n.takes}
