@@ -78,7 +78,7 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
         "id": comparison_id, "kind": "comparison", "workload": workload, "model": model,
         "dataset": spec["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": evaluations, "detail": None,
     })
-    context.store.add_event(comparison_id, f"queued {len(evaluations)} evaluation(s) in pool {pool_name}")
+    context.store.add_event(comparison_id, reasons.comparison_queued(len(evaluations), pool_name))
     return comparison_view(context, doc)
 
 
@@ -99,7 +99,7 @@ def cancel_comparison(context: Context, comparison_id: str) -> dict[str, Any]:
                 cancel_evaluation(context, row["evaluation"])
             except Conflict:
                 pass  # it ended between the read and the cancel
-    context.store.add_event(comparison_id, "cancelled by the user")
+    context.store.add_event(comparison_id, reasons.CANCELLED_BY_USER)
     return get_comparison(context, comparison_id)
 
 

@@ -110,7 +110,7 @@ def stop_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     def stop(doc: dict[str, Any]) -> dict[str, Any]:
         phase = EndpointPhase(doc["phase"])
         if phase.is_terminal:
-            raise Conflict(f"endpoint {endpoint_id} has already stopped ({phase})", details={"phase": phase})
+            raise Conflict(reasons.endpoint_already_stopped(endpoint_id, phase), details={"phase": phase})
         if phase == EndpointPhase.QUEUED:
             endpoint_lifecycle.recorded(doc, **endpoint_lifecycle.ended(detail=reasons.ENDPOINT_STOPPED_BY_USER,
                                                                         failed=False))
@@ -122,7 +122,7 @@ def stop_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     doc = context.store.update(endpoint_id, stop)
     for claim_id in filter(None, released):
         context.claims().release(claim_id)
-    context.store.add_event(endpoint_id, "stop requested by the user")
+    context.store.add_event(endpoint_id, reasons.ENDPOINT_STOP_REQUESTED)
     return doc
 
 
@@ -154,7 +154,7 @@ def endpoint_log(context: Context, id_or_name: str, *, lines: Any) -> dict[str, 
     except (TypeError, ValueError):
         count = -1
     if not 1 <= count <= LOG_LINES_MAX:
-        raise ValidationFailed(f"lines must be a whole number from 1 to {LOG_LINES_MAX}",
+        raise ValidationFailed(reasons.endpoint_log_lines_invalid(LOG_LINES_MAX),
                                details={"field": "lines", "value": lines})
     relative = (doc.get("process") or {}).get("log")
     try:

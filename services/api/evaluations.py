@@ -69,7 +69,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
         check_rewards(spec["rewards"] or [], registered=getattr(context.config, "reward_functions", None),
                       field_prefix="rewards")
     except ValidationFailed as exc:  # said as the other evaluation fields are; details.field stays the path
-        raise ValidationFailed(f"evaluation field {exc.message}", details=exc.details) from None
+        raise ValidationFailed(reasons.evaluation_reward_refused(exc.message), details=exc.details) from None
     refuse_never_granted(pool, kind="evaluation", gpus=spec["gpus"], workload=workload)  # 422
     claims = context.claims(checked=True)
     doc = {
@@ -142,8 +142,7 @@ def _cancel(context: Context, evaluation_id: str, *, detail: str, by: str) -> di
     doc = context.store.update(evaluation_id, cancel)
     for claim_id in filter(None, released):
         context.claims().release(claim_id)
-    context.store.add_event(evaluation_id, f"cancelled by {by}" if doc["status"] == "CANCELLED"
-                            else f"cancel requested by {by}")
+    context.store.add_event(evaluation_id, reasons.evaluation_cancel_event(by, ended=doc["status"] == "CANCELLED"))
     return doc
 
 
@@ -156,5 +155,5 @@ def evaluation_rows(context: Context, evaluation_id: str) -> BinaryIO:
     try:
         return context.artifacts.open(doc["results"]["path"])
     except (FileNotFoundError, IsADirectoryError, UnsafeKey):
-        raise NotFound(f"the per-row results of evaluation {evaluation_id} are missing from the artifact store",
+        raise NotFound(reasons.evaluation_rows_missing(evaluation_id),
                        details={"path": doc["results"]["path"]}) from None
