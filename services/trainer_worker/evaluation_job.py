@@ -95,7 +95,7 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
     doc = worker.store.update(doc["id"], take_devices(lease, worker.node, devices))
     reporter = EvaluationReporter(store=worker.store, evaluation=doc, lease=lease, log=log)
     stopping.current().stops_itself(lambda: reporter.scoring)
-    reporter.event(f"worker {worker.holder} took the evaluation on {', '.join(devices)} (fence {lease.fence})")
+    reporter.event(reasons.work_taken(worker.holder, "evaluation", devices, lease.fence))
     metrics, results, detail = None, None, None
     try:
         if reporter.should_stop():
@@ -128,7 +128,7 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
             return "stopped: lease lost"
         worker.claims().release(claim["id"])
     if outcome == EvaluationStatus.CANCELLED:
-        reporter.event("cancelled by the user")
+        reporter.event(reasons.CANCELLED_BY_USER)
     log.info("evaluation ended", status=outcome.value)
     return outcome.value
 
@@ -214,9 +214,9 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
                      progress={"rows": 0, "totalRows": len(rows)}) is None:
         return EvaluationStatus.CANCELLED, None, None, reasons.CANCELLED_BY_USER
     reporter.scoring = True
-    reporter.event(f"scoring {len(rows)} row(s) of {doc['dataset']} with {doc['model']}"
-                   + (f" and the adapter of {doc['snapshot']}" if doc.get("snapshot") else "")
-                   + f" ({spec.dtype} on {spec.device}, greedy, at most {max_tokens} token(s))")
+    reporter.event(reasons.evaluation_scoring(rows=len(rows), dataset=doc["dataset"], model=doc["model"],
+                                              snapshot=doc.get("snapshot"), dtype=spec.dtype, device=spec.device,
+                                              max_tokens=max_tokens))
     scores = score(generator, model_name, rows, max_tokens=max_tokens, rewards=doc.get("rewards"),
                    registered=getattr(worker.config, "reward_functions", None), judge=judge,
                    should_stop=reporter.should_stop, on_row=reporter.progress)

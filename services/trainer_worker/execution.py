@@ -142,7 +142,7 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
     reporter.trackers = Trackers(settings=worker.config.trackers, artifacts=worker.artifacts, run=run,
                                  earlier=earlier, warn=lambda m: reporter.event(m, level="warn"))
     stopping.current().stops_itself(lambda: reporter.unsaved)  # it saves them at its next step boundary
-    reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
+    reporter.event(reasons.work_taken(worker.holder, "run", devices, lease.fence))
     try:
         return _train_and_end(worker, run, claim, lease, log, devices, reporter)
     finally:
@@ -172,9 +172,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
             else:
                 outcome = RunStatus.SUCCEEDED.value
-                reporter.event(f"succeeded at step {result.final_step}: loss {result.first_loss:.4f} -> "
-                               f"{result.last_loss:.4f}" if result.first_loss is not None else
-                               f"succeeded at step {result.final_step}")
+                reporter.event(reasons.run_succeeded(result.final_step, result.first_loss, result.last_loss))
     except LeaseLost as exc:
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"
@@ -208,10 +206,9 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
             return "stopped: lease lost"
         worker.claims().release(claim["id"])
     if outcome == RunStatus.CANCELLED.value:
-        reporter.event("cancelled by the user")
+        reporter.event(reasons.CANCELLED_BY_USER)
     elif outcome == RunStatus.PAUSED.value and detail is None:  # paused by the user
-        reporter.event(f"paused at step {reporter.last_step}; its GPUs are released. "
-                       "`training runs resume` continues it exactly")
+        reporter.event(reasons.run_paused_by_user(reporter.last_step))
     log.info("run ended", status=outcome)
     return outcome
 
@@ -296,5 +293,5 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         snapshot_prefix=run_snapshots_key(run["id"], int(run.get("attempts") or 0)),  # each attempt its own keys
     )
     if job.restore is not None:
-        reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")
+        reporter.event(reasons.restoring(job.restore.what, job.restore.snapshot_dir.name))
     return train(job, reporter)

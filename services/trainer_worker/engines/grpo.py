@@ -416,12 +416,10 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
     # The server gets the adapter as it is now; a trainingState restore loads the same weights
     # inside train(), so the first hand-off (step N of a resumed run) is skipped.
     server.start(peft_model, step=int(restored.manifest["step"]) if restored and restored.checkpoint else 0)
-    reporter.event(
-        f"training {plan.get('model')} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
-        f"{int(setting(plan, 'hyperparameters', 'batchSize')) // args.num_generations} prompt(s) x "
-        f"{args.num_generations} completions per step, KL reference {reference}; rollouts from a serving "
-        f"process at {server.base_url} (ready in {time.perf_counter() - started:.1f}s)"
-        + restore_phrase(restored)
-    )
+    reporter.event(reasons.grpo_started(
+        model=plan.get("model"), prompts=len(dataset), devices=job.devices,
+        prompts_per_step=int(setting(plan, "hyperparameters", "batchSize")) // args.num_generations,
+        generations=args.num_generations, reference=reference, server=server.base_url,
+        ready_s=time.perf_counter() - started, restore=restore_phrase(restored)))
     trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
     return trainer, callback, restored

@@ -157,16 +157,15 @@ def packed(rows: list[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
 def loss_phrase(rows: list[dict[str, Any]], *, train_on_prompt: bool) -> str:
     """What the loss is taken over, for the run's first event."""
     if train_on_prompt:
-        return "the loss over every token (trainOnPrompt)"
+        return reasons.LOSS_EVERY_TOKEN
     if rows and "assistant_masks" in rows[0]:
         total = sum(len(row["input_ids"]) for row in rows)
-        return f"the loss over the assistant turns ({sum(map(trained_tokens, rows))} of {total} tokens)"
+        return reasons.loss_assistant_turns(sum(map(trained_tokens, rows)), total)
     if rows and IMAGE_DATA in rows[0]:
         total = sum(len(row["input_ids"]) for row in rows)
         trained = sum(label != IGNORED for row in rows for label in row["labels"])
-        images = sum(len(row[IMAGE_DATA]) for row in rows)
-        return f"the loss over the assistant turns ({trained} of {total} tokens, {images} images)"
-    return "the loss over the completions"
+        return reasons.loss_assistant_turns(trained, total, images=sum(len(row[IMAGE_DATA]) for row in rows))
+    return reasons.LOSS_COMPLETIONS
 
 
 def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
@@ -228,14 +227,11 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     )), job)
     if packing:
         use_packed_masks(trainer.model)
-    reporter.event(
-        f"training {plan.get('model')} on {len(rows)} rows on {', '.join(job.devices)}, "
-        + (f"packed into {len(dataset)} sequences of at most {args.max_length} tokens, " if packing else "")
-        + (f"validating on {len(validation_rows)} rows, " if validation_rows else "")
-        + f"{args.per_device_train_batch_size} {'sequence' if packing else 'row'}(s) per device per micro-batch, "
-        + loss_phrase(rows, train_on_prompt=train_on_prompt)
-        + restore_phrase(restored)
-    )
+    reporter.event(reasons.sft_started(
+        model=plan.get("model"), rows=len(rows), devices=job.devices, packed=len(dataset) if packing else None,
+        max_length=args.max_length, validation_rows=len(validation_rows or []),
+        per_device=args.per_device_train_batch_size, loss=loss_phrase(rows, train_on_prompt=train_on_prompt),
+        restore=restore_phrase(restored)))
     if why:
         reporter.event(why)
     trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
