@@ -126,15 +126,6 @@ ALLOWED: dict[str, int] = {  # every one in the plan's files, which the typed pl
     "services/trainer_worker/engines/base.py": 1,
     "services/trainer_worker/engines/sft.py": 1,
     "shared/plans.py": 4,
-    "training_cli/archive.py": 4,
-    "training_cli/client.py": 3,
-    "training_cli/commands/endpoints.py": 2,
-    "training_cli/commands/evaluations.py": 2,
-    "training_cli/commands/runs.py": 3,
-    "training_cli/commands/snapshots.py": 1,
-    "training_cli/local_stack.py": 6,
-    "training_cli/quickstart.py": 6,
-    "training_cli/settings.py": 2,
 }
 
 
