@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.config import DeploymentConfig
 from shared.errors import NotFound
@@ -37,7 +38,7 @@ class Catalog:
             if entry["id"] == model_id:
                 return entry
         raise NotFound(
-            f"model {model_id} is not in this deployment's catalog",
+            reasons.model_not_in_catalog(model_id),
             details={"model": model_id, "catalog": self.ids()},
         )
 

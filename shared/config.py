@@ -192,17 +192,17 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
 
 
 def _fail(path: str, problem: str) -> None:
-    raise ValidationFailed(f"deployment config: {path} {problem}", details={"field": path})
+    raise ValidationFailed(reasons.config_refused(path, problem), details={"field": path})
 
 
 def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> DeploymentConfig:
     env = dict(os.environ if env is None else env)
     if not isinstance(raw, dict):
-        _fail("(top level)", "must be a mapping")
+        _fail("(top level)", reasons.CONFIG_NOT_A_MAPPING)
     pools: dict[str, Pool] = {}
     raw_pools = raw.get("pools") or {}
     if not isinstance(raw_pools, dict) or not raw_pools:
-        _fail("pools", "must map at least one pool name to its nodes")
+        _fail("pools", reasons.CONFIG_NO_POOLS)
     seen_nodes: set[str] = set()
     for pool_name, spec in raw_pools.items():
         nodes = []
@@ -210,26 +210,26 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
             where = f"pools.{pool_name}.nodes[{i}]"
             name = node.get("name") if isinstance(node, dict) else None
             if not name:
-                _fail(where, "needs a name")
+                _fail(where, reasons.CONFIG_NODE_UNNAMED)
             if name in seen_nodes:
-                _fail(where, f"repeats node name {name}")
+                _fail(where, reasons.config_node_repeated(name))
             seen_nodes.add(name)
             devices = node.get("devices") or {}
             kind = devices.get("kind", "cpu")
             count = devices.get("count")
             if kind not in ("cpu", "cuda"):
-                _fail(f"{where}.devices.kind", "must be cpu or cuda")
+                _fail(f"{where}.devices.kind", reasons.CONFIG_DEVICE_KIND)
             if not isinstance(count, int) or count < 1:
-                _fail(f"{where}.devices.count", "must be a whole number of at least 1")
+                _fail(f"{where}.devices.count", reasons.CONFIG_WHOLE_AT_LEAST_ONE)
             cores = devices.get("cores")
             if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
-                _fail(f"{where}.devices.cores", "must be a whole number of at least 1")
+                _fail(f"{where}.devices.cores", reasons.CONFIG_WHOLE_AT_LEAST_ONE)
             host = node.get("host")
             if host is not None and (not isinstance(host, str) or not host.strip() or "/" in host):
-                _fail(f"{where}.host", "must be a host name or IP address")
+                _fail(f"{where}.host", reasons.CONFIG_HOST)
             nodes.append(Node(name, kind, count, devices.get("memoryGiB"), host=host, cores=cores))
         if not nodes:
-            _fail(f"pools.{pool_name}.nodes", "must list at least one node")
+            _fail(f"pools.{pool_name}.nodes", reasons.CONFIG_POOL_WITHOUT_NODES)
         quotas = {str(k): int(v) for k, v in ((spec or {}).get("quotas") or {}).items()}
         for workload in quotas:
             _require_workload_name(f"pools.{pool_name}.quotas", workload)
@@ -237,7 +237,7 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
     pools = _sharing_machines(pools)
     default_pool = raw.get("defaultPool") or next(iter(pools))
     if default_pool not in pools:
-        _fail("defaultPool", f"names pool {default_pool}, which is not declared")
+        _fail("defaultPool", reasons.config_pool_undeclared(default_pool))
 
     tokens = [
         Token(t["token"], t.get("name", "token"), tuple(t.get("workloads") or ()), bool(t.get("admin")))
@@ -302,13 +302,13 @@ def _require_workload_name(path: str, workload: Any) -> None:
     # the rule every request is held to (shared/names.py): a workload the config names but no
     # request could name would be a quota or a token's reach nobody can use
     if not is_workload(workload):
-        _fail(path, f"names workload {workload!r}; {reasons.WORKLOAD_NAME_RULE}")
+        _fail(path, reasons.config_workload_invalid(workload, reasons.WORKLOAD_NAME_RULE))
 
 
 def _limit(raw: dict[str, Any], name: str, default: int) -> int:
     value = (raw.get("limits") or {}).get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        _fail(f"limits.{name}", "must be a whole number of at least 1")
+        _fail(f"limits.{name}", reasons.CONFIG_WHOLE_AT_LEAST_ONE)
     return value
 
 
@@ -316,7 +316,7 @@ def _whole_number(value: Any, path: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        _fail(path, "must be a whole number of at least 1")
+        _fail(path, reasons.CONFIG_WHOLE_AT_LEAST_ONE)
     return value
 
 
@@ -329,26 +329,25 @@ def _public_url(value: Any) -> str | None:
     parts = urlsplit(value) if isinstance(value, str) else None
     if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query
             or parts.fragment or parts.username is not None or any(c.isspace() for c in value)):
-        _fail("publicUrl", "must be the http(s) address clients reach the API at, such as "
-                           "https://trainer.example.com (no query, fragment or credentials)")
+        _fail("publicUrl", reasons.CONFIG_PUBLIC_URL)
     return value.rstrip("/")
 
 
 def _import_roots(raw: dict[str, Any]) -> tuple[Path, ...]:
     roots = raw.get("snapshotImportRoots") or []
     if not isinstance(roots, list) or not all(isinstance(r, str) and Path(r).is_absolute() for r in roots):
-        _fail("snapshotImportRoots", "must be a list of absolute directory paths")
+        _fail("snapshotImportRoots", reasons.CONFIG_IMPORT_ROOTS)
     return tuple(Path(r) for r in roots)
 
 
 def _reward_functions(raw: dict[str, Any]) -> dict[str, str]:
     registered = raw.get("rewardFunctions") or {}
     if not isinstance(registered, dict):
-        _fail("rewardFunctions", 'must map reward function names to "package.module:function"')
+        _fail("rewardFunctions", reasons.CONFIG_REWARD_FUNCTIONS)
     for name, reference in registered.items():
         module, _, function = str(reference).partition(":")
         if not isinstance(reference, str) or not module or not function:
-            _fail(f"rewardFunctions.{name}", 'must be "package.module:function"')
+            _fail(f"rewardFunctions.{name}", reasons.CONFIG_REWARD_REFERENCE)
     return {str(k): v for k, v in registered.items()}
 
 
@@ -374,7 +373,7 @@ def _worker_lost_after_s(raw: dict[str, Any], env: dict[str, str]) -> float:
     except (TypeError, ValueError):
         seconds = -1.0
     if seconds <= 0:
-        _fail("scheduling.workerLostAfterS", "must be a number of seconds above 0")
+        _fail("scheduling.workerLostAfterS", reasons.CONFIG_SECONDS)
     return seconds
 
 
@@ -386,7 +385,7 @@ def _seconds(value: Any, path: str, default: float) -> float:
     except (TypeError, ValueError):
         seconds = -1.0
     if seconds <= 0:
-        _fail(path, "must be a number of seconds above 0")
+        _fail(path, reasons.CONFIG_SECONDS)
     return seconds
 
 
@@ -397,9 +396,9 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         try:
             raw = yaml.safe_load(Path(path).read_text()) or {}
         except FileNotFoundError:
-            raise ValidationFailed(f"deployment config: file {path} does not exist") from None
+            raise ValidationFailed(reasons.config_file_missing(str(path))) from None
         except yaml.YAMLError as exc:
-            raise ValidationFailed(f"deployment config: {path} is not valid YAML: {exc}") from None
+            raise ValidationFailed(reasons.config_not_yaml(str(path), str(exc))) from None
     else:
         raw = EMBEDDED_DEFAULT
     return parse_config(raw, env_map)

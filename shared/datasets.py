@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from shared import images, json_values
+from shared import images, json_values, reasons
 from shared.errors import ValidationFailed
 
 # Every row format, in the order sentences name them.
@@ -175,14 +175,14 @@ def read_rows(path: Path | str) -> list[Row]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValidationFailed(f"the dataset is not UTF-8 text (byte {exc.start})",
+        raise ValidationFailed(reasons.dataset_not_utf8(exc.start),
                                details={"line": 1, "field": "(file)"}) from None
     rows = []
     for number, row, fault in _lines(text):
         if fault is not None:
             field_, problem = fault
-            where = "" if field_ == "(line)" else f", field {field_},"
-            raise ValidationFailed(f"dataset line {number}{where} {problem}", details={"line": number, "field": field_})
+            raise ValidationFailed(reasons.dataset_line_refused(number, None if field_ == "(line)" else field_, problem),
+                                   details={"line": number, "field": field_})
         rows.append(Row(number, row))
     return rows
 

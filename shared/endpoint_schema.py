@@ -48,11 +48,11 @@ class EndpointCreateSchema(Schema):
 
 def parse_endpoint(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise ValidationFailed("the endpoint must be a JSON object", details={"fields": {}})
+        raise ValidationFailed(reasons.body_not_an_object("endpoint"), details={"fields": {}})
     try:
         return EndpointCreateSchema().load(body)
     except ValidationError as exc:
         fields_ = _flatten(exc.messages)
         first, problems = next(iter(fields_.items()))
-        raise ValidationFailed(f"endpoint field {first}: {problems[0]}",
+        raise ValidationFailed(reasons.body_field_refused("endpoint", first, problems[0]),
                                details={"field": first, "fields": fields_}) from None

@@ -1,5 +1,6 @@
 """One error hierarchy. Each error carries its HTTP status, a stable code, a sentence and details;
-the API renders every one of them as {"error": {"code", "message", "details"}}."""
+the API renders every one of them as {"error": {"code", "message", "details"}}. Beside it, the one
+failure of work on a worker, `WorkFailed`, whose sentence a failed run or evaluation shows."""
 
 from __future__ import annotations
 
@@ -127,3 +128,25 @@ class StoreUnavailable(Unavailable):
 
     def __init__(self) -> None:
         super().__init__(reasons.STORE_UNREACHABLE, details={"retryAfterS": self.retry_after_s})
+
+
+class WorkFailed(Exception):
+    """Work on a worker (a run, an evaluation, a reward call, a rank of a run) that cannot go on.
+    Its message is a plain sentence of shared/reasons/ that names what failed and why, never a
+    Python class name; the run or evaluation shows it as it fails (`reasons.run_failed`,
+    `reasons.evaluation_failed`). `WorkFailed.of` turns whatever the work raised into one."""
+
+    def __init__(self, sentence: str):
+        super().__init__(sentence)
+        self.sentence = sentence
+
+    @classmethod
+    def of(cls, exc: BaseException) -> WorkFailed:
+        """The failure a run or evaluation shows for `exc`: a WorkFailed as it is; a TrainerError
+        (a dataset row, a reward entry or a load spec refused by code the API shares) by its
+        sentence; anything else, which nobody foresaw, by its own words and where its traceback is."""
+        if isinstance(exc, WorkFailed):
+            return exc
+        if isinstance(exc, TrainerError):
+            return cls(exc.message)
+        return cls(reasons.failed_unforeseen(reasons.error_text(exc)))

@@ -7,6 +7,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from shared import reasons
 from shared.errors import ValidationFailed
 from shared.plans import MAX_GPUS, WORKLOAD_PATTERN, FullMatch, RewardSchema, _flatten, count
 
@@ -61,13 +62,13 @@ class ComparisonCreateSchema(Schema):
 
 def _parse(schema: Schema, body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise ValidationFailed(f"the {what} must be a JSON object", details={"fields": {}})
+        raise ValidationFailed(reasons.body_not_an_object(what), details={"fields": {}})
     try:
         return schema.load(body)
     except ValidationError as exc:
         fields_ = _flatten(exc.messages)
         first, problems = next(iter(fields_.items()))
-        raise ValidationFailed(f"{what} field {first}: {problems[0]}",
+        raise ValidationFailed(reasons.body_field_refused(what, first, problems[0]),
                                details={"field": first, "fields": fields_}) from None
 
 
@@ -75,8 +76,8 @@ def parse_evaluation(body: Any) -> dict[str, Any]:
     spec = _parse(EvaluationCreateSchema(), body, "evaluation")
     for i, reward in enumerate(spec["rewards"] or []):
         if reward.get("judge"):
-            raise ValidationFailed(f"evaluation field rewards.{i}.judge: an evaluation's rewards are reward "
-                                   "functions; its judge is the `judge` field",
+            raise ValidationFailed(reasons.body_field_refused("evaluation", f"rewards.{i}.judge",
+                                                              reasons.EVALUATION_REWARD_JUDGE),
                                    details={"field": f"rewards.{i}.judge",
                                             "fields": {f"rewards.{i}.judge": ["not here"]}})
     return spec
@@ -85,6 +86,6 @@ def parse_evaluation(body: Any) -> dict[str, Any]:
 def parse_comparison(body: Any) -> dict[str, Any]:
     spec = _parse(ComparisonCreateSchema(), body, "comparison")
     if len(set(spec["snapshots"])) != len(spec["snapshots"]):
-        raise ValidationFailed("comparison field snapshots: names a snapshot twice",
+        raise ValidationFailed(reasons.body_field_refused("comparison", "snapshots", reasons.COMPARISON_SNAPSHOT_TWICE),
                                details={"field": "snapshots", "fields": {"snapshots": ["duplicate"]}})
     return spec

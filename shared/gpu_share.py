@@ -15,6 +15,9 @@ Plain Python, no torch: the API (the resolver) and the worker (the rollout serve
 from __future__ import annotations
 
 import math
+
+from shared import reasons
+from shared.errors import WorkFailed
 from shared.plans import TrainingPlan
 
 GIB = 1024**3
@@ -50,12 +53,12 @@ def rollout_server_gib(plan: TrainingPlan, *, parameters: float, hidden: int, la
 
 def gpu_memory_utilization(*, device_gib: float, trainer_gib: float, server_gib: float) -> float:
     """vLLM's `--gpu-memory-utilization`: the share of the GPU the trainer leaves free, rounded down;
-    a ValueError when that is less than the server needs (the resolver refuses such plans first)."""
+    WorkFailed when that is less than the server needs (the resolver refuses such plans first)."""
     free = (device_gib - trainer_gib) / device_gib
     share = math.floor(free / UTILIZATION_STEP + 1e-9) * UTILIZATION_STEP
     if share * device_gib < server_gib:
-        raise ValueError(f"the trainer leaves {free * device_gib:.1f} GiB of {device_gib:.1f} GiB free, "
-                         f"and the rollout server needs {server_gib:.1f} GiB")
+        raise WorkFailed(reasons.rollout_server_does_not_fit(free_gib=free * device_gib, device_gib=device_gib,
+                                                             server_gib=server_gib))
     return round(share, 2)
 
 

@@ -21,6 +21,8 @@ import io
 import re
 from typing import Any, Iterator
 
+from shared import reasons
+
 MAX_IMAGE_BYTES = 4 * 1024 * 1024  # one encoded image
 MAX_IMAGE_PIXELS = 4096 * 4096  # width x height of one image
 MAX_IMAGES_PER_ROW = 16
@@ -76,22 +78,21 @@ def decode_data_url(url: Any) -> bytes:
     """The encoded image bytes of a `data:image/...;base64,` URL, bounded; ImageRefused otherwise."""
     field = "image_url.url"
     if not isinstance(url, str) or not url:
-        raise ImageRefused(field, "must be a data: URL of an image (data:image/png;base64,...)")
+        raise ImageRefused(field, reasons.IMAGE_NOT_A_DATA_URL)
     match = _DATA_URL.match(url)
     if match is None:
-        raise ImageRefused(field, "must be a data: URL of an image (data:image/png;base64,...); "
-                                  "other URLs are not fetched")
+        raise ImageRefused(field, reasons.IMAGE_URL_NOT_FETCHED)
     if match["media"].lower() not in IMAGE_MEDIA_TYPES:
-        raise ImageRefused(field, f"is a {match['media']} data: URL; images are {', '.join(IMAGE_MEDIA_TYPES)}")
+        raise ImageRefused(field, reasons.image_media_type_refused(match["media"], list(IMAGE_MEDIA_TYPES)))
     encoded = match["data"]
     if len(encoded) > (MAX_IMAGE_BYTES * 4) // 3 + 4:
-        raise ImageRefused(field, f"holds an image larger than {MAX_IMAGE_BYTES} bytes")
+        raise ImageRefused(field, reasons.image_too_large(MAX_IMAGE_BYTES))
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise ImageRefused(field, "is not valid base64") from None
+        raise ImageRefused(field, reasons.IMAGE_NOT_BASE64) from None
     if len(data) > MAX_IMAGE_BYTES:
-        raise ImageRefused(field, f"holds an image larger than {MAX_IMAGE_BYTES} bytes")
+        raise ImageRefused(field, reasons.image_too_large(MAX_IMAGE_BYTES))
     return data
 
 
@@ -105,13 +106,12 @@ def check_image(data: bytes) -> tuple[int, int]:
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
             if width * height > MAX_IMAGE_PIXELS:
-                raise ImageRefused(field, f"is an image of {width}x{height} pixels; the most is "
-                                          f"{MAX_IMAGE_PIXELS} pixels")
+                raise ImageRefused(field, reasons.image_too_many_pixels(width, height, MAX_IMAGE_PIXELS))
             image.load()  # a header alone is not an image: decode every pixel
     except ImageRefused:
         raise
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
-        raise ImageRefused(field, "is not an image Pillow can decode") from None
+        raise ImageRefused(field, reasons.IMAGE_NOT_DECODABLE) from None
     return width, height
 
 
@@ -124,12 +124,12 @@ def uploaded_image_url(data: bytes) -> str:
     from PIL import Image
 
     if len(data) > MAX_IMAGE_BYTES:
-        raise ImageRefused("image_url.url", f"is larger than {MAX_IMAGE_BYTES} bytes")
+        raise ImageRefused("image_url.url", reasons.image_file_too_large(MAX_IMAGE_BYTES))
     check_image(data)
     with Image.open(io.BytesIO(data)) as image:
         media_type = _MEDIA_TYPES.get(image.format or "")
     if media_type is None:
-        raise ImageRefused("image_url.url", f"is a {image.format} image; images are {', '.join(IMAGE_MEDIA_TYPES)}")
+        raise ImageRefused("image_url.url", reasons.image_format_refused(image.format, list(IMAGE_MEDIA_TYPES)))
     return data_url(data, media_type)
 
 

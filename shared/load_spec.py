@@ -49,23 +49,23 @@ class LoadSpec:
     def __post_init__(self):
         if self.dtype not in PRECISION_DTYPES:
             raise ValidationFailed(
-                f"load spec: dtype {self.dtype} is not one of {', '.join(PRECISION_DTYPES)}",
+                reasons.load_spec_value_refused("dtype", self.dtype, list(PRECISION_DTYPES)),
                 details={"field": "dtype"},
             )
         if self.device not in DEVICES:
             raise ValidationFailed(
-                f"load spec: device {self.device} is not one of {', '.join(DEVICES)}", details={"field": "device"}
+                reasons.load_spec_value_refused("device", self.device, list(DEVICES)), details={"field": "device"}
             )
         if self.adapter_mode not in ADAPTER_MODES:
             raise ValidationFailed(
-                f"load spec: adapterMode {self.adapter_mode} is not one of {', '.join(ADAPTER_MODES)}",
+                reasons.load_spec_value_refused("adapterMode", self.adapter_mode, list(ADAPTER_MODES)),
                 details={"field": "adapterMode"},
             )
         if self.adapter_mode == "folded" and len(self.adapters) > 1:
             raise ValidationFailed(reasons.folded_spec_adapters(len(self.adapters)), details={"field": "adapters"})
         if self.served_model_name in self.adapters:
             raise ValidationFailed(
-                f"load spec: adapter name {self.served_model_name} is also the base model's served name",
+                reasons.load_spec_adapter_is_base(self.served_model_name),
                 details={"field": "adapters"},
             )
 
@@ -97,7 +97,7 @@ class LoadSpec:
                 adapter_mode=data.get("adapterMode", "unmerged"),
             )
         except KeyError as exc:
-            raise ValidationFailed(f"load spec: field {exc.args[0]} is missing", details={"field": exc.args[0]}) from None
+            raise ValidationFailed(reasons.load_spec_field_missing(exc.args[0]), details={"field": exc.args[0]}) from None
 
     def write(self, path: Path | str) -> Path:
         path = Path(path)
@@ -110,7 +110,8 @@ class LoadSpec:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ValidationFailed(f"load spec: cannot read {path}: {exc}", details={"path": str(path)}) from None
+            raise ValidationFailed(reasons.load_spec_unreadable(str(path), reasons.error_text(exc)),
+                                   details={"path": str(path)}) from None
 
 
 def _supported_precisions(entry: dict[str, Any], artifacts: ArtifactRoot) -> list[str]:
@@ -156,7 +157,7 @@ def load_spec_for(
     dtype = precision or default_dtype(precisions, device)
     if dtype not in precisions:
         raise ValidationFailed(
-            f"model {entry.get('id')} does not support precision {dtype}; it supports {', '.join(precisions)}",
+            reasons.load_spec_precision_unsupported(entry.get("id"), dtype, list(precisions)),
             details={"field": "precision", "model": entry.get("id")},
         )
     return LoadSpec(
@@ -227,7 +228,7 @@ def attach_adapter(model, name: str, directory: str | Path, *, first: bool | Non
 
     if not (Path(directory) / "adapter_config.json").is_file():
         raise ValidationFailed(
-            f"adapter {name}: {directory} holds no adapter_config.json", details={"adapter": name, "path": str(directory)}
+            reasons.adapter_without_config(name, str(directory)), details={"adapter": name, "path": str(directory)}
         )
     if first if first is not None else not isinstance(model, PeftModel):
         return PeftModel.from_pretrained(model, str(directory), adapter_name=name, is_trainable=False)

@@ -76,7 +76,7 @@ def model_dir_for(entry: dict[str, Any], artifacts: ArtifactRoot) -> Path:
     directory = hub_snapshot_dir(entry) if is_hub_entry(entry) else Path(entry["path"]).expanduser()
     if not (directory / "config.json").is_file():
         raise ValidationFailed(
-            f"catalog entry {model_id} points at {directory}, which holds no config.json",
+            reasons.model_dir_without_config(model_id, str(directory)),
             details={"model": model_id, "path": str(directory)},
         )
     return directory
@@ -89,7 +89,7 @@ def torch_dtype(precision: str):
         return getattr(torch, PRECISION_DTYPES[precision])
     except KeyError:
         raise ValidationFailed(
-            f"precision {precision} is not one of {', '.join(PRECISION_DTYPES)}",
+            reasons.precision_unknown(precision, list(PRECISION_DTYPES)),
             details={"field": "precision"},
         ) from None
 

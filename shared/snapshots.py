@@ -96,10 +96,11 @@ def read_manifest(snapshot_dir: Path) -> dict[str, Any]:
         with open(snapshot_dir / MANIFEST_FILE, "rb") as f:
             data = f.read(MAX_MANIFEST_BYTES + 1)
     except FileNotFoundError:
-        raise ValidationFailed(f"the snapshot directory holds no {MANIFEST_FILE}",
+        raise ValidationFailed(reasons.snapshot_dir_without_manifest(MANIFEST_FILE),
                                details={"file": MANIFEST_FILE}) from None
     except OSError as exc:
-        raise ValidationFailed(f"{MANIFEST_FILE} cannot be read ({exc.strerror})", details={"file": MANIFEST_FILE}) from None
+        raise ValidationFailed(reasons.manifest_unreadable(MANIFEST_FILE, exc.strerror),
+                               details={"file": MANIFEST_FILE}) from None
     manifest = parse_manifest(data)
     if manifest["layout"] == 1:  # its parts come from its files, whatever it says of them
         manifest = {**manifest, **_layout1_parts(snapshot_dir)}
@@ -121,12 +122,12 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
         raise ValidationFailed(reasons.manifest_refused(exc.field, exc.problem),
                                details={**details, "manifestField": exc.field}) from None
     except ValueError as exc:  # not JSON (UnicodeDecodeError included)
-        raise ValidationFailed(f"{MANIFEST_FILE} is not a JSON manifest: {exc}", details=details) from None
+        raise ValidationFailed(reasons.manifest_not_json(MANIFEST_FILE, reasons.error_text(exc)), details=details) from None
     if not isinstance(manifest, dict):
-        raise ValidationFailed(f"{MANIFEST_FILE} is not a JSON object", details=details)
+        raise ValidationFailed(reasons.manifest_not_an_object(MANIFEST_FILE), details=details)
     missing = [k for k in MANIFEST_KEYS if k not in manifest]
     if missing:
-        raise ValidationFailed(f"{MANIFEST_FILE} lacks {', '.join(missing)}", details={**details, "missing": missing})
+        raise ValidationFailed(reasons.manifest_lacks(MANIFEST_FILE, missing), details={**details, "missing": missing})
     if manifest["layout"] == 1:
         manifest = {k: v for k, v in manifest.items() if k not in ("weights", "trainingState")}
     _check_manifest_fields(manifest)

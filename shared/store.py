@@ -54,7 +54,7 @@ class Store:
     def require(self, resource_id: str, what: str = "resource") -> dict[str, Any]:
         doc = self.get(resource_id)
         if doc is None:
-            raise NotFound(f"{what} {resource_id} does not exist", details={"id": resource_id})
+            raise NotFound(reasons.resource_unknown(what, resource_id), details={"id": resource_id})
         return doc
 
     def get_many(self, ids: Iterable[str]) -> list[dict[str, Any]]:
@@ -85,7 +85,7 @@ class Store:
                     raw = pipe.get(key)
                     if raw is None:
                         pipe.unwatch()
-                        raise NotFound(f"{resource_id} does not exist", details={"id": resource_id})
+                        raise NotFound(reasons.resource_id_unknown(resource_id), details={"id": resource_id})
                     current = json.loads(raw)
                     new = change(dict(current))
                     if new is None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared import reasons
 from shared.artifacts import ArtifactRoot, join, model_key
 from shared.errors import NotFound
 
@@ -139,7 +140,7 @@ def _spec(name: str) -> TinyModelSpec:
 
         names = ", ".join(sorted([*BUILTIN_MODELS, *VISION_MODELS]))
         raise NotFound(
-            f"there is no built-in model {name}; built-in models are {names}",
+            reasons.builtin_model_unknown(name, names),
             details={"builtin": name},
         ) from None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shared import reasons
 from shared.errors import ValidationFailed
 
 TENSORBOARD, MLFLOW, WANDB = "tensorboard", "mlflow", "wandb"
@@ -48,7 +49,7 @@ class TrackerSettings:
 
 
 def _fail(path: str, problem: str) -> None:
-    raise ValidationFailed(f"deployment config: {path} {problem}", details={"field": path})
+    raise ValidationFailed(reasons.config_refused(path, problem), details={"field": path})
 
 
 def _text(section: dict[str, Any], name: str, where: str, *, required: bool) -> str | None:
@@ -56,7 +57,7 @@ def _text(section: dict[str, Any], name: str, where: str, *, required: bool) -> 
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
-        _fail(f"{where}.{name}", "must be a non-empty string")
+        _fail(f"{where}.{name}", reasons.CONFIG_NON_EMPTY_STRING)
     return value.strip()
 
 
@@ -65,18 +66,18 @@ def parse_trackers(raw: Any) -> TrackerSettings:
     if raw is None:
         return TrackerSettings()
     if not isinstance(raw, dict):
-        _fail("trackers", "must be a mapping (reportTo, mlflow, wandb)")
+        _fail("trackers", reasons.CONFIG_TRACKERS)
     unknown = sorted(set(raw) - {"reportTo", "mlflow", "wandb"})
     if unknown:
-        _fail(f"trackers.{unknown[0]}", "is not a setting of trackers (reportTo, mlflow, wandb)")
+        _fail(f"trackers.{unknown[0]}", reasons.CONFIG_TRACKERS_SETTING)
     report_to = raw.get("reportTo", list(DEFAULT_REPORT_TO))
     if isinstance(report_to, str):
         report_to = [report_to]
     if not isinstance(report_to, list) or not all(isinstance(name, str) for name in report_to):
-        _fail("trackers.reportTo", f"must be a list of tracker names ({', '.join(KNOWN_TRACKERS)})")
+        _fail("trackers.reportTo", reasons.config_trackers_list(list(KNOWN_TRACKERS)))
     for name in report_to:
         if name not in KNOWN_TRACKERS:
-            _fail("trackers.reportTo", f"names {name}, which is not a tracker ({', '.join(KNOWN_TRACKERS)})")
+            _fail("trackers.reportTo", reasons.config_tracker_unknown(name, list(KNOWN_TRACKERS)))
     names = tuple(dict.fromkeys(report_to))  # order kept, repeats dropped
     return TrackerSettings(
         report_to=names,
@@ -88,10 +89,10 @@ def parse_trackers(raw: Any) -> TrackerSettings:
 def _section(value: Any, where: str, named: bool) -> dict[str, Any] | None:
     if value is None:
         if named:
-            _fail(where, f"must be set when trackers.reportTo names {where.split('.')[-1]}")
+            _fail(where, reasons.config_tracker_setting_needed(where.split('.')[-1]))
         return None
     if not isinstance(value, dict):
-        _fail(where, "must be a mapping")
+        _fail(where, reasons.CONFIG_NOT_A_MAPPING)
     return value
 
 
@@ -101,7 +102,7 @@ def _mlflow(value: Any, *, named: bool) -> MlflowSettings | None:
         return None
     unknown = sorted(set(section) - {"trackingUri", "experiment"})
     if unknown:
-        _fail(f"trackers.mlflow.{unknown[0]}", "is not a setting of mlflow (trackingUri, experiment)")
+        _fail(f"trackers.mlflow.{unknown[0]}", reasons.CONFIG_MLFLOW_SETTING)
     return MlflowSettings(
         tracking_uri=_text(section, "trackingUri", "trackers.mlflow", required=True),
         experiment=_text(section, "experiment", "trackers.mlflow", required=False) or DEFAULT_EXPERIMENT,
@@ -114,10 +115,10 @@ def _wandb(value: Any, *, named: bool) -> WandbSettings | None:
         return None
     unknown = sorted(set(section) - {"project", "entity", "mode"})
     if unknown:
-        _fail(f"trackers.wandb.{unknown[0]}", "is not a setting of wandb (project, entity, mode)")
+        _fail(f"trackers.wandb.{unknown[0]}", reasons.CONFIG_WANDB_SETTING)
     mode = section.get("mode", "online")
     if mode not in WANDB_MODES:
-        _fail("trackers.wandb.mode", f"must be online or offline, not {mode!r}")
+        _fail("trackers.wandb.mode", reasons.config_wandb_mode(mode))
     return WandbSettings(
         project=_text(section, "project", "trackers.wandb", required=True),
         entity=_text(section, "entity", "trackers.wandb", required=False),

@@ -12,6 +12,7 @@ import redis
 
 from shared.config import parse_config
 from shared.keys import Keys
+from tests.user_text import shown_class_names
 
 TEST_REDIS_DB = int(os.environ.get("TRAINING_TEST_REDIS_DB", "11"))
 TEST_REDIS_URL = os.environ.get("TRAINING_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{TEST_REDIS_DB}")
@@ -31,12 +32,18 @@ def redis_url() -> str:
 
 @pytest.fixture
 def key_prefix(redis_url):
+    """The test's own key prefix. Afterwards, before its keys are deleted, every detail and event the
+    test left is looked through for a Python class name (tests/user_text.py): users are told what
+    failed in words, never how the code is built (issue 28)."""
     prefix = f"test-{secrets.token_hex(4)}:"
     yield prefix
     client = redis.Redis.from_url(redis_url)
+    shown = shown_class_names(client, prefix)
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
     if keys:
         client.delete(*keys)
+    assert shown == [], "users would read Python class names (say the error in words, shared/reasons/):\n" + \
+        "\n".join(shown)
 
 
 def make_config(redis_url: str, prefix: str, artifact_root, *, extra_catalog=(), **overrides):

@@ -7,6 +7,7 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from shared import reasons
 from training_cli.client import ApiClient
 from training_cli.errors import CliError
 
@@ -55,14 +56,14 @@ def extract_safely(archive: Path, target_dir: Path, *, what: str = "adapter") ->
                 written.append(out)
             return written
     except tarfile.TarError as exc:
-        raise CliError(f"the {what} archive could not be read: {exc}") from None
+        raise CliError(reasons.archive_unreadable(what, reasons.error_text(exc))) from None
 
 
 def _check(member: tarfile.TarInfo, target_dir: Path, what: str) -> None:
     name = PurePosixPath(member.name)
     if not (member.isfile() or member.isdir()):
-        raise CliError(f"the {what} archive holds {member.name}, which is not a plain file; nothing was extracted")
+        raise CliError(reasons.archive_member_not_plain(what, member.name))
     if name.is_absolute() or ".." in name.parts:
-        raise CliError(f"the {what} archive holds a path outside its folder ({member.name}); nothing was extracted")
+        raise CliError(reasons.archive_member_outside(what, member.name))
     if not (target_dir / member.name).resolve().is_relative_to(target_dir):
-        raise CliError(f"the {what} archive holds a path outside its folder ({member.name}); nothing was extracted")
+        raise CliError(reasons.archive_member_outside(what, member.name))

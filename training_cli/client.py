@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import requests
 
+from shared import reasons
 from training_cli.errors import ApiError, CliError
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -100,13 +101,9 @@ class ApiClient:
         try:
             return self.session.request(method, url, timeout=self.timeout_s, **kwargs)
         except requests.ConnectionError:
-            raise CliError(
-                f"cannot reach the trainer API at {self.base_url} (is the stack up? run: training up)"
-            ) from None
+            raise CliError(reasons.api_unreachable(self.base_url)) from None
         except requests.Timeout:
-            raise CliError(
-                f"the trainer API at {self.base_url} did not answer within {self.timeout_s:g}s"
-            ) from None
+            raise CliError(reasons.api_timed_out(self.base_url, self.timeout_s)) from None
 
     @staticmethod
     def _json(response: requests.Response) -> Any:
@@ -115,10 +112,7 @@ class ApiClient:
         try:
             return response.json()
         except ValueError:
-            raise CliError(
-                f"the trainer API answered {response.request.method} {response.url} with "
-                "something that is not JSON"
-            ) from None
+            raise CliError(reasons.api_answer_not_json(response.request.method, response.url)) from None
 
 
 def _retry_after_s(response: requests.Response) -> float | None:

@@ -98,12 +98,12 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
     leftovers = [r for r in state.records() if r.alive()]
     if leftovers:
         names = ", ".join(f"{r.name} (pid {r.pid})" for r in leftovers)
-        raise CliError(f"part of an earlier local stack still runs but does not answer: {names}. Run: training down")
+        raise CliError(reasons.stack_leftovers(names))
     state.forget_dead()
     state.prepare()
     state.release_all()  # a new stack starts every service, whatever an earlier one held stopped
     if port_in_use("127.0.0.1", port):
-        raise CliError(f"port {port} is taken by another program; pick another with: training up --port N")
+        raise CliError(reasons.stack_port_taken(port))
     try:
         config = load_config()
     except TrainerError as exc:
@@ -145,7 +145,7 @@ def up(*, port: int, out: Console) -> tuple[StackInfo, subprocess.Popen | None]:
         for line in tail(state.log_path(name)):
             out.print(f"  {line}", markup=False, highlight=False)
         down(out=Console(quiet=True))
-        raise CliError(f"the local stack did not come up ({name} {why})")
+        raise CliError(reasons.stack_did_not_come_up(name, why))
     if supervision.REDIS in services:
         out.print(f"started Redis at {without_password(redis_url)} (data in {state.redis_dir}; its password is in "
                   f"{state.redis_password_path})")
@@ -293,7 +293,7 @@ def _stack_services(state: StackState, name: str) -> ServiceRecord | None:
     has no such service."""
     watcher = next((r for r in state.records() if r.name == SUPERVISOR), None)
     if watcher is None or not watcher.alive():
-        raise CliError("no local stack is running; start it with: training up")
+        raise CliError(reasons.STACK_NOT_RUNNING)
     names = [service.name for service in supervision.load(state)]
     if name not in names:
         raise CliError(reasons.no_such_service(name, names))
@@ -316,7 +316,7 @@ def stop_service(name: str, *, out: Console) -> None:
             out.print(reasons.service_stopped_by_request(name, record.pid if record else None))
             return
         time.sleep(0.1)
-    raise CliError(f"{name} did not stop within {SERVICE_STOP_WAIT_S:g}s; see {state.log_path(SUPERVISOR)}")
+    raise CliError(reasons.service_did_not_stop_in_time(name, SERVICE_STOP_WAIT_S, str(state.log_path(SUPERVISOR))))
 
 
 def start_service(name: str, *, out: Console) -> None:
@@ -336,7 +336,7 @@ def start_service(name: str, *, out: Console) -> None:
             out.print(reasons.service_started_by_request(name, record.pid))
             return
         time.sleep(0.1)
-    raise CliError(f"{name} did not start within {SERVICE_START_WAIT_S:g}s; see {state.log_path(name)}")
+    raise CliError(reasons.service_did_not_start_in_time(name, SERVICE_START_WAIT_S, str(state.log_path(name))))
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

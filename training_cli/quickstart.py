@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from rich.console import Console
 
+from shared import reasons
 from shared.config import training_home
 from training_cli.archive import download_adapter
 from training_cli.client import ApiClient
@@ -48,7 +49,7 @@ WAIT_S = 300
 def sample_file(name: str) -> Path:
     with importlib.resources.as_file(importlib.resources.files("shared") / "data" / name) as path:
         if not Path(path).exists():
-            raise CliError(f"the bundled sample dataset is missing ({path})")
+            raise CliError(reasons.sample_dataset_missing(str(path)))
         return Path(path)
 
 
@@ -60,7 +61,7 @@ def wait_for(what: str, fetch: Callable[[], dict[str, Any]], done: Callable[[dic
         if done(doc):
             return doc
         if time.monotonic() > deadline:
-            raise CliError(f"gave up waiting for {what} after {duration(timeout_s)}")
+            raise CliError(reasons.gave_up_waiting(what, duration(timeout_s)))
         time.sleep(0.5)
 
 
@@ -73,7 +74,7 @@ def finished_evaluation(client: ApiClient, evaluation_id: str) -> dict[str, Any]
     done = wait_for(f"evaluation {evaluation_id}", lambda: client.get(f"/v1/evaluations/{evaluation_id}"),
                     lambda e: e.get("status") in ("SUCCEEDED", "FAILED", "CANCELLED"))
     if done.get("status") != "SUCCEEDED":
-        raise CliError(f"evaluation {evaluation_id} ended {done.get('status')}: {done.get('detail') or 'no detail'}")
+        raise CliError(reasons.quickstart_evaluation_ended(evaluation_id, done.get("status"), done.get("detail")))
     return done
 
 
@@ -91,7 +92,7 @@ def served_answer(client: ApiClient, snapshot: str) -> tuple[dict[str, Any], str
     ready = wait_for(f"endpoint {created['id']} to be READY", lambda: client.get(f"/v1/endpoints/{created['id']}"),
                      lambda e: e.get("phase") in ("READY", "FAILED", "TERMINATED"))
     if ready.get("phase") != "READY":
-        raise CliError(f"endpoint {created['id']} ended {ready.get('phase')}: {ready.get('detail') or 'no detail'}")
+        raise CliError(reasons.quickstart_endpoint_ended(created["id"], ready.get("phase"), ready.get("detail")))
     answer = client.post("/v1/chat/completions", {
         "model": ENDPOINT_NAME, "messages": [{"role": "user", "content": ASKED}], "temperature": 0, "max_tokens": 16})
     return ready, answer["choices"][0]["message"]["content"]
@@ -100,7 +101,7 @@ def served_answer(client: ApiClient, snapshot: str) -> tuple[dict[str, Any], str
 def run_quickstart(client: ApiClient, out: Console) -> None:
     models = [m.get("id") for m in items_of(client.get("/v1/base-models"))]
     if MODEL not in models:
-        raise CliError(f"the catalog has no {MODEL} (it has: {', '.join(map(str, models)) or 'nothing'})")
+        raise CliError(reasons.quickstart_model_missing(MODEL, list(map(str, models))))
     out.print(f"base model: {MODEL}")
     dataset = client.upload("/v1/datasets", sample_file(TRAINING_ROWS), {"name": "sample_reverse"})
     held_out = client.upload("/v1/datasets", sample_file(HELD_OUT_ROWS), {"name": "sample_reverse_heldout"})
@@ -126,7 +127,7 @@ def run_quickstart(client: ApiClient, out: Console) -> None:
     if run.get("startedAt") and run.get("finishedAt"):
         out.print(f"  trained in: {_elapsed(run['startedAt'], run['finishedAt'])}")
     if not snapshot:
-        raise CliError(f"run {run['id']} succeeded but lists no snapshot")
+        raise CliError(reasons.quickstart_run_without_snapshot(run["id"]))
     adapter_dir = download_adapter(client, snapshot, training_home() / "adapters" / run["id"])
     out.print(f"  final snapshot: {snapshot}")
     out.print(f"  adapter (PEFT format): {adapter_dir}")

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from shared import reasons
 from shared.config import training_home
 from training_cli.errors import CliError
 
@@ -58,9 +59,9 @@ def read_cli_config(path: Path | None = None) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except (OSError, yaml.YAMLError) as exc:
-        raise CliError(f"cannot read the CLI config file {path}: {exc}") from None
+        raise CliError(reasons.cli_config_unreadable(str(path), reasons.error_text(exc))) from None
     if not isinstance(raw, dict):
-        raise CliError(f"the CLI config file {path} must be a mapping with apiUrl and token")
+        raise CliError(reasons.cli_config_not_a_mapping(str(path)))
     return raw
 
 

@@ -44,11 +44,11 @@ def principal_for(config: DeploymentConfig, header: str) -> Principal:
     """Who an `Authorization` header's bearer token is; 401 when there is none or it is not known."""
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthenticated("this request needs an Authorization: Bearer TOKEN header")
+        raise Unauthenticated(reasons.AUTHORIZATION_MISSING)
     for known in config.tokens:
         if hmac.compare_digest(known.token.encode(), token.strip().encode()):
             return Principal(known.name, known.workloads, known.admin)
-    raise Unauthenticated("this token is not known to the deployment")
+    raise Unauthenticated(reasons.TOKEN_UNKNOWN)
 
 
 def principal() -> Principal:
@@ -62,7 +62,7 @@ def require_workload(workload: str) -> str:
         raise ValidationFailed(reasons.WORKLOAD_RULE, details={"field": "workload"})
     if not principal().may_use(workload):
         raise Forbidden(
-            f"this token may not act for workload {workload}",
+            reasons.workload_forbidden(workload),
             details={"workload": workload, "allowed": list(principal().workloads)},
         )
     return workload
@@ -71,5 +71,5 @@ def require_workload(workload: str) -> str:
 def visible(doc: dict[str, Any] | None, what: str, resource_id: str) -> dict[str, Any]:
     """The resource if this token may see it; otherwise 404, so ids of others are not revealed."""
     if doc is None or not principal().may_use(doc.get("workload", "")):
-        raise NotFound(f"{what} {resource_id} does not exist", details={"id": resource_id})
+        raise NotFound(reasons.resource_unknown(what, resource_id), details={"id": resource_id})
     return doc

@@ -22,8 +22,9 @@ from services.api.evaluations import (
     withdraw_evaluation,
 )
 from shared import reasons
+from shared.claims.fits import pool_named
 from shared.config import DEFAULT_WORKLOADS
-from shared.errors import Conflict, Unprocessable, ValidationFailed
+from shared.errors import Conflict, Unprocessable
 from shared.evaluation_schema import parse_comparison
 from shared.ids import Kind, new_id
 from shared.states import EvaluationStatus
@@ -56,9 +57,7 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
         raise Unprocessable(reasons.comparison_other_models(models), details={"field": "snapshots", "models": models})
     model = next(iter(models.values()))
     pool_name = spec["pool"] or context.config.default_pool
-    if context.config.pool(pool_name) is None:
-        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
-                               details={"field": "pool", "pools": list(context.config.pools)})
+    pool_named(context.config, pool_name, field="pool")  # 404; each evaluation's GPUs are checked below
     checked = [check_evaluation(context, who=who, checked_snapshot=snap, body={
         "model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
         "workload": workload, "maxTokens": spec["maxTokens"]}) for snap in snapshots]
@@ -79,7 +78,7 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
         "id": comparison_id, "kind": "comparison", "workload": workload, "model": model,
         "dataset": spec["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": evaluations, "detail": None,
     })
-    context.store.add_event(comparison_id, f"queued {len(evaluations)} evaluation(s) in pool {pool_name}")
+    context.store.add_event(comparison_id, reasons.comparison_queued(len(evaluations), pool_name))
     return comparison_view(context, doc)
 
 
@@ -100,7 +99,7 @@ def cancel_comparison(context: Context, comparison_id: str) -> dict[str, Any]:
                 cancel_evaluation(context, row["evaluation"])
             except Conflict:
                 pass  # it ended between the read and the cancel
-    context.store.add_event(comparison_id, "cancelled by the user")
+    context.store.add_event(comparison_id, reasons.CANCELLED_BY_USER)
     return get_comparison(context, comparison_id)
 
 

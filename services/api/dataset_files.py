@@ -40,7 +40,7 @@ class ImageFile:
         if self.url is None and self.problem is None:
             try:
                 if self.data is None:
-                    raise images.ImageRefused("", f"is larger than {images.MAX_IMAGE_BYTES} bytes")
+                    raise images.ImageRefused("", reasons.image_file_too_large(images.MAX_IMAGE_BYTES))
                 self.url = images.uploaded_image_url(self.data)
             except images.ImageRefused as refused:
                 self.problem = refused.problem

@@ -33,9 +33,8 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
     fault_count = len(found) + report.fault_count - (len(report.faults) - len(listed))
     if fault_count:
         first = faults[0]
-        more = f" (and {fault_count - 1} more)" if fault_count > 1 else ""
         raise ValidationFailed(
-            f"dataset line {first['line']}, field {first['field']}: {first['problem']}{more}",
+            reasons.dataset_upload_refused(first["line"], first["field"], first["problem"], fault_count - 1),
             details={"faults": faults, "faultCount": fault_count},
         )
     digest = hashlib.sha256(data).hexdigest()
@@ -59,7 +58,7 @@ def visible_dataset(context: Context, dataset_id: str, who: Principal, *, field:
     """A dataset this token may use, still there: 404 naming `field` otherwise (a deleted one says so)."""
     doc = context.store.get(dataset_id)
     if doc is None or doc.get("kind") != "dataset" or not who.may_use(doc.get("workload", "")):
-        raise NotFound(f"dataset {dataset_id} does not exist", details={"field": field})
+        raise NotFound(reasons.resource_unknown("dataset", dataset_id), details={"field": field})
     if doc.get("deleted"):
         raise NotFound(reasons.dataset_deleted(dataset_id, doc["deletedAt"]), details={"field": field})
     return doc
@@ -82,7 +81,7 @@ def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[st
     twins, _ = context.store.list("ds", where=lambda d: d["digest"] == doc["digest"] and not d.get("deleted"), limit=1)
     if not twins:
         context.artifacts.delete(dataset_key(doc["digest"]))
-    context.store.add_event(dataset_id, "deleted by the user")
+    context.store.add_event(dataset_id, reasons.DATASET_DELETED_BY_USER)
     return doc
 
 

@@ -13,6 +13,7 @@ from services.api.claims import give_back_places, queue_for_devices, reserve_pla
 from services.api.context import Context
 from shared import reasons
 from shared.artifacts import UnsafeKey
+from shared.claims.fits import pool_named, refuse_never_granted
 from shared.config import DEFAULT_WORKLOADS
 from shared.endpoint_names import create_endpoint_doc, find_endpoint, name_taken, named_in_workload
 from shared.endpoint_schema import parse_endpoint
@@ -28,9 +29,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
                        spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["endpoint"]))
     _naming("model", context.catalog.check_loadable, spec["model"])  # 404 not in the catalog, 400 not in the hub cache
     pool_name = spec["pool"] or context.config.default_pool
-    if context.config.pool(pool_name) is None:
-        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
-                               details={"field": "pool", "pools": list(context.config.pools)})
+    pool = pool_named(context.config, pool_name, field="pool")  # 404
     if spec["snapshot"]:
         snap = snapshot_for(context, spec["snapshot"], who, field="snapshot")
         if not readable_of(snap)["weights"]:
@@ -43,8 +42,8 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         taken = named_in_workload(context.store, spec["name"], workload)  # names are per workload
         if taken:  # said before a place is reserved; create_endpoint_doc holds the name atomically
             raise name_taken(spec["name"], taken)
-    claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
-    _naming("gpus", claims.check, kind="endpoint", pool=pool_name, gpus=spec["gpus"], workload=workload)
+    refuse_never_granted(pool, kind="endpoint", gpus=spec["gpus"], workload=workload)  # 422
+    claims = context.claims(checked=True)
     (claim_id,) = reserve_places(context, workload=workload)  # 429 past the workload's cap, nothing stored
     endpoint_id = new_id(Kind.ENDPOINT)
     fields = {
@@ -69,7 +68,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
 
 def _naming(field: str, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`check(...)`, its refusal naming the endpoint's field it is about: the checks are shared with
-    runs, whose fields have other names (execution.gpus), or name none."""
+    runs, whose fields have other names, or name none."""
     try:
         return check(*args, **kwargs)
     except TrainerError as exc:
@@ -111,7 +110,7 @@ def stop_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     def stop(doc: dict[str, Any]) -> dict[str, Any]:
         phase = EndpointPhase(doc["phase"])
         if phase.is_terminal:
-            raise Conflict(f"endpoint {endpoint_id} has already stopped ({phase})", details={"phase": phase})
+            raise Conflict(reasons.endpoint_already_stopped(endpoint_id, phase), details={"phase": phase})
         if phase == EndpointPhase.QUEUED:
             endpoint_lifecycle.recorded(doc, **endpoint_lifecycle.ended(detail=reasons.ENDPOINT_STOPPED_BY_USER,
                                                                         failed=False))
@@ -123,7 +122,7 @@ def stop_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     doc = context.store.update(endpoint_id, stop)
     for claim_id in filter(None, released):
         context.claims().release(claim_id)
-    context.store.add_event(endpoint_id, "stop requested by the user")
+    context.store.add_event(endpoint_id, reasons.ENDPOINT_STOP_REQUESTED)
     return doc
 
 
@@ -155,7 +154,7 @@ def endpoint_log(context: Context, id_or_name: str, *, lines: Any) -> dict[str, 
     except (TypeError, ValueError):
         count = -1
     if not 1 <= count <= LOG_LINES_MAX:
-        raise ValidationFailed(f"lines must be a whole number from 1 to {LOG_LINES_MAX}",
+        raise ValidationFailed(reasons.endpoint_log_lines_invalid(LOG_LINES_MAX),
                                details={"field": "lines", "value": lines})
     relative = (doc.get("process") or {}).get("log")
     try:

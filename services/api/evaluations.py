@@ -13,6 +13,7 @@ from services.api.context import Context
 from services.api.datasets import visible_dataset
 from shared import reasons
 from shared.artifacts import UnsafeKey
+from shared.claims.fits import pool_named, refuse_never_granted
 from shared.config import DEFAULT_WORKLOADS
 from shared.datasets import TEXT
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
@@ -52,9 +53,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     # 422: images for a text model, none for an image-text model (as a run is refused)
     refuse_the_dataset_modality(dataset["id"], model, dataset.get("modality") or TEXT, evaluated=True)
     pool_name = spec["pool"] or context.config.default_pool
-    if context.config.pool(pool_name) is None:
-        raise ValidationFailed(f"pool {pool_name} does not exist in this deployment",
-                               details={"field": "pool", "pools": list(context.config.pools)})
+    pool = pool_named(context.config, pool_name, field="pool")  # 404
     snap = checked_snapshot
     if spec["snapshot"] and snap is None:
         snap = visible_snapshot(context, spec["snapshot"], who, "snapshot")
@@ -70,9 +69,9 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
         check_rewards(spec["rewards"] or [], registered=getattr(context.config, "reward_functions", None),
                       field_prefix="rewards")
     except ValidationFailed as exc:  # said as the other evaluation fields are; details.field stays the path
-        raise ValidationFailed(f"evaluation field {exc.message}", details=exc.details) from None
-    claims = context.claims(checked=True)  # refuses claims that could never be granted, with their sentence
-    claims.check(kind="evaluation", pool=pool_name, gpus=spec["gpus"], workload=workload)
+        raise ValidationFailed(reasons.evaluation_reward_refused(exc.message), details=exc.details) from None
+    refuse_never_granted(pool, kind="evaluation", gpus=spec["gpus"], workload=workload)  # 422
+    claims = context.claims(checked=True)
     doc = {
         "id": new_id(Kind.EVALUATION), "kind": "evaluation", "workload": workload,
         **EVALUATIONS.created(), "detail": None,
@@ -143,8 +142,7 @@ def _cancel(context: Context, evaluation_id: str, *, detail: str, by: str) -> di
     doc = context.store.update(evaluation_id, cancel)
     for claim_id in filter(None, released):
         context.claims().release(claim_id)
-    context.store.add_event(evaluation_id, f"cancelled by {by}" if doc["status"] == "CANCELLED"
-                            else f"cancel requested by {by}")
+    context.store.add_event(evaluation_id, reasons.evaluation_cancel_event(by, ended=doc["status"] == "CANCELLED"))
     return doc
 
 
@@ -157,5 +155,5 @@ def evaluation_rows(context: Context, evaluation_id: str) -> BinaryIO:
     try:
         return context.artifacts.open(doc["results"]["path"])
     except (FileNotFoundError, IsADirectoryError, UnsafeKey):
-        raise NotFound(f"the per-row results of evaluation {evaluation_id} are missing from the artifact store",
+        raise NotFound(reasons.evaluation_rows_missing(evaluation_id),
                        details={"path": doc["results"]["path"]}) from None

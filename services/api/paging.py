@@ -27,10 +27,10 @@ def page_args(kind: Kind) -> tuple[int, str | None]:
     try:
         limit = int(raw)
     except ValueError:
-        raise ValidationFailed(f"limit must be a whole number from 1 to 200, not {raw!r}",
+        raise ValidationFailed(reasons.page_limit_invalid(repr(raw), 200),
                                details={"field": "limit"}) from None
     if not 1 <= limit <= 200:
-        raise ValidationFailed(f"limit must be a whole number from 1 to 200, not {limit}",
+        raise ValidationFailed(reasons.page_limit_invalid(str(limit), 200),
                                details={"field": "limit"})
     after = request.args.get("after") or None  # an empty ?after= is the first page, as no ?after= is
     return limit, checked_id("after", after, kind)

@@ -146,7 +146,7 @@ class Gateway:
     async def _find(self, model: Any, who: Principal) -> dict[str, Any]:
         """The endpoint a proxied request names in `model`: its id, or the name of a live one."""
         if not isinstance(model, str) or not model:
-            raise ValidationFailed("the request needs `model`: an endpoint's id or name", details={"field": "model"})
+            raise ValidationFailed(reasons.PROXY_MODEL_MISSING, details={"field": "model"})
         doc = await find_endpoint_async(self.redis, self.context.store, model, workloads=who.name_scope)
         if doc is None or not who.may_use(doc.get("workload", "")):
             raise NotFound(reasons.endpoint_unknown(model), details={"field": "model"})

@@ -9,9 +9,9 @@ from typing import Any
 from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons, wait_reasons
+from shared.claims.fits import pool_named
 from shared.claims.nodes import node_liveness, node_states
 from shared.claims.waiting import entry, explain_pool, queue_reasons
-from shared.errors import NotFound
 from shared.states import RunStatus
 
 
@@ -74,9 +74,7 @@ def _node_views(pool: Any, held: list[dict[str, Any]], liveness: dict[str, Any])
 def pool_view(context: Context, pool_name: str, who: Principal, *, detail: bool = True) -> dict[str, Any]:
     """A pool: nodes with free and held devices, quotas with current use; with `detail`, also the
     holders and the queue in order with each claim's position and reason."""
-    if context.config.pool(pool_name) is None:
-        raise NotFound(f"pool {pool_name} does not exist in this deployment",
-                       details={"pool": pool_name, "pools": list(context.config.pools)})
+    pool_named(context.config, pool_name)  # 404
     state = pool_state(context, pool_name)
     pool, held, waiting = state["pool"], state["held"], state["waiting"]
     nodes = _node_views(pool, held, state["liveness"])

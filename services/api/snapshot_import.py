@@ -67,8 +67,7 @@ def _confined(context: Context, path: str) -> Path:
         raise Forbidden(reasons.SNAPSHOT_PATH_IMPORT_OFF, details={"field": "path"})
     source = Path(path)
     if not source.is_absolute():
-        raise ValidationFailed(f"path {path} must be absolute: the API reads it on its own machine",
-                               details={"field": "path"})
+        raise ValidationFailed(reasons.snapshot_path_not_absolute(path), details={"field": "path"})
     named = Path(os.path.normpath(source))
     for root in roots:
         # a root may itself be reached through a link (/data -> /mnt/data); below it, none may be
@@ -81,8 +80,8 @@ def _confined(context: Context, path: str) -> Path:
                     raise ValidationFailed(reasons.snapshot_path_not_plain(path, MANIFEST_FILE),
                                            details={"field": "path"})
                 if not (real / MANIFEST_FILE).is_file():
-                    raise ValidationFailed(f"{source} holds no {MANIFEST_FILE}; a snapshot directory starts with "
-                                           "its manifest", details={"field": "path"})
+                    raise ValidationFailed(reasons.import_dir_without_manifest(str(source), MANIFEST_FILE),
+                                           details={"field": "path"})
                 return real
     raise ValidationFailed(reasons.snapshot_path_outside_roots(path, [str(r) for r in roots]),
                            details={"field": "path"})

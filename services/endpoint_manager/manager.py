@@ -232,7 +232,7 @@ class EndpointManager:
             started = supervisor.start(spec=spec, devices=devices, endpoint_id=doc["id"], artifacts=self.artifacts,
                                        host=self.bind_host, cpu_threads=self.node_config.cpu_threads(len(devices)))
         except Exception as exc:  # a missing model or adapter, a backend that cannot run here
-            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            error = getattr(exc, "message", None) or reasons.error_text(exc)  # a TrainerError's sentence, else its words
             log.warning("serving process did not start", error=error)
             self._end(doc, Decision(Action.FAIL, EndpointPhase.FAILED, reasons.endpoint_could_not_start(error)), log)
             return

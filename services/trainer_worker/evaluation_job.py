@@ -22,6 +22,7 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_
 from shared import reasons
 from shared.artifacts import dataset_key, evaluation_rows_key, join
 from shared.datasets import read_rows
+from shared.errors import WorkFailed
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.redis_retry import unreachable
 from shared.rewards import check_rewards
@@ -94,7 +95,7 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
     doc = worker.store.update(doc["id"], take_devices(lease, worker.node, devices))
     reporter = EvaluationReporter(store=worker.store, evaluation=doc, lease=lease, log=log)
     stopping.current().stops_itself(lambda: reporter.scoring)
-    reporter.event(f"worker {worker.holder} took the evaluation on {', '.join(devices)} (fence {lease.fence})")
+    reporter.event(reasons.work_taken(worker.holder, "evaluation", devices, lease.fence))
     metrics, results, detail = None, None, None
     try:
         if reporter.should_stop():
@@ -108,7 +109,7 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
         if unreachable(exc):
             raise  # not the scoring: its store (execution.with_lease leaves it to be re-queued)
         log.exception("evaluation failed")
-        outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(f"{type(exc).__name__}: {exc}")
+        outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(WorkFailed.of(exc).sentence)
         reporter.event(detail, level="error")
 
     # Stopped for its worker's stop, or failed as it stopped: given back, not ended.
@@ -127,7 +128,7 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
             return "stopped: lease lost"
         worker.claims().release(claim["id"])
     if outcome == EvaluationStatus.CANCELLED:
-        reporter.event("cancelled by the user")
+        reporter.event(reasons.CANCELLED_BY_USER)
     log.info("evaluation ended", status=outcome.value)
     return outcome.value
 
@@ -151,7 +152,7 @@ def _judge(worker, judge_id: str | None, reporter: EvaluationReporter):
         if phase == "READY" and endpoint.get("address"):
             break
         if phase not in ("QUEUED", "STARTING", "READY") or time.monotonic() >= deadline or reporter.should_stop():
-            raise JudgeNotReady(reasons.evaluation_judge_not_ready(judge_id, phase))
+            raise WorkFailed(reasons.evaluation_judge_not_ready(judge_id, phase))
         if not announced:
             reporter.event(reasons.evaluation_waits_for_judge(judge_id, phase, JUDGE_WAIT_S))
             announced = True
@@ -168,10 +169,6 @@ def _judge(worker, judge_id: str | None, reporter: EvaluationReporter):
             return None
 
     return ask
-
-
-class JudgeNotReady(Exception):
-    pass
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -192,15 +189,15 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
                   field_prefix="rewards", imported=True)
     try:
         judge = _judge(worker, doc.get("judge"), reporter)
-    except JudgeNotReady as exc:
-        reporter.event(str(exc), level="error")
-        return EvaluationStatus.FAILED, None, None, str(exc)
+    except WorkFailed as exc:  # the judge's own sentence is the detail, without "evaluation failed: "
+        reporter.event(exc.sentence, level="error")
+        return EvaluationStatus.FAILED, None, None, exc.sentence
     adapters = None
     if doc.get("snapshot"):
         snap = worker.store.require(doc["snapshot"], "snapshot")
         found = damage_of(worker.artifacts, snap, "weights", deep=True)
         if found is not None:  # named before the model is loaded, not as a loader's error after
-            raise ValueError(reasons.snapshot_damaged(snap["id"], found.file, found.problem))
+            raise WorkFailed(reasons.snapshot_damaged(snap["id"], found.file, found.problem))
         weights = (snap.get("contents") or {}).get("weights") or {}
         adapters = {snap["id"]: str(worker.artifacts.get_dir(join(snap["path"], weights.get("path", "adapter"))))}
     # The same load spec an endpoint over this model and adapter gets (endpoint_manager/manager.py).
@@ -217,9 +214,9 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
                      progress={"rows": 0, "totalRows": len(rows)}) is None:
         return EvaluationStatus.CANCELLED, None, None, reasons.CANCELLED_BY_USER
     reporter.scoring = True
-    reporter.event(f"scoring {len(rows)} row(s) of {doc['dataset']} with {doc['model']}"
-                   + (f" and the adapter of {doc['snapshot']}" if doc.get("snapshot") else "")
-                   + f" ({spec.dtype} on {spec.device}, greedy, at most {max_tokens} token(s))")
+    reporter.event(reasons.evaluation_scoring(rows=len(rows), dataset=doc["dataset"], model=doc["model"],
+                                              snapshot=doc.get("snapshot"), dtype=spec.dtype, device=spec.device,
+                                              max_tokens=max_tokens))
     scores = score(generator, model_name, rows, max_tokens=max_tokens, rewards=doc.get("rewards"),
                    registered=getattr(worker.config, "reward_functions", None), judge=judge,
                    should_stop=reporter.should_stop, on_row=reporter.progress)

@@ -22,6 +22,7 @@ from shared import logs, reasons
 from shared.artifacts import ArtifactRoot, dataset_key, run_snapshots_key, run_work_key
 from shared.catalog import Catalog
 from shared.config import DeploymentConfig
+from shared.errors import WorkFailed
 from shared.keys import Keys
 from shared.lifecycle.runs import RUNS
 from shared.plans import TrainingPlan
@@ -143,7 +144,7 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
                                  earlier=earlier, warn=lambda m: reporter.event(m, level="warn"))
     stopping.current().stops_itself(lambda: reporter.unsaved)  # it saves them at its next step boundary
     stopping.current().writes_first(reporter.flush_progress)  # given back by the watchdog: its last step shown
-    reporter.event(f"worker {worker.holder} took the run on {', '.join(devices)} (fence {lease.fence})")
+    reporter.event(reasons.work_taken(worker.holder, "run", devices, lease.fence))
     try:
         return _train_and_end(worker, run, claim, lease, log, devices, reporter)
     finally:
@@ -173,9 +174,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
             else:
                 outcome = RunStatus.SUCCEEDED.value
-                reporter.event(f"succeeded at step {result.final_step}: loss {result.first_loss:.4f} -> "
-                               f"{result.last_loss:.4f}" if result.first_loss is not None else
-                               f"succeeded at step {result.final_step}")
+                reporter.event(reasons.run_succeeded(result.final_step, result.first_loss, result.last_loss))
     except LeaseLost as exc:
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"
@@ -197,7 +196,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 given = hand_back_stopped(worker, claim, lease, log, late=True)
             return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
-        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(f"{type(exc).__name__}: {exc}")
+        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(WorkFailed.of(exc).sentence)
         reporter.event(detail, level="error")
 
     # Before the run reads as ended: whoever sees it SUCCEEDED finds its tracker files complete.
@@ -209,10 +208,9 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
             return "stopped: lease lost"
         worker.claims().release(claim["id"])
     if outcome == RunStatus.CANCELLED.value:
-        reporter.event("cancelled by the user")
+        reporter.event(reasons.CANCELLED_BY_USER)
     elif outcome == RunStatus.PAUSED.value and detail is None:  # paused by the user
-        reporter.event(f"paused at step {reporter.last_step}; its GPUs are released. "
-                       "`training runs resume` continues it exactly")
+        reporter.event(reasons.run_paused_by_user(reporter.last_step))
     log.info("run ended", status=outcome)
     return outcome
 
@@ -239,20 +237,16 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
             return Restore(what="trainingState", snapshot_dir=worker.artifacts.get_dir(doc["path"]))
         first_damage = first_damage or (doc["id"], found.file, found.problem)
     if first_damage is not None:
-        raise SnapshotDamaged(reasons.snapshot_damaged(*first_damage))
+        raise WorkFailed(reasons.snapshot_damaged(*first_damage))
     branch = TrainingPlan.from_dict(run["plan"]).restore
     if branch is not None:
         parent = worker.store.require(branch.snapshot, "snapshot")
         parts = ("weights", "trainingState") if branch.what == "trainingState" else ("weights",)
         found = damage_of(worker.artifacts, parent, *parts, deep=True)
         if found is not None:
-            raise SnapshotDamaged(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
+            raise WorkFailed(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
         return Restore(what=branch.what, snapshot_dir=worker.artifacts.get_dir(parent["path"]))
     return None
-
-
-class SnapshotDamaged(Exception):
-    """The snapshot a run must restore is not as it was written (its sentence names the file)."""
 
 
 def use_granted_devices(worker: Worker, devices: list[str]) -> str:
@@ -301,5 +295,5 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         snapshot_prefix=run_snapshots_key(run["id"], int(run.get("attempts") or 0)),  # each attempt its own keys
     )
     if job.restore is not None:
-        reporter.event(f"restoring {job.restore.what} from {job.restore.snapshot_dir.name}")
+        reporter.event(reasons.restoring(job.restore.what, job.restore.snapshot_dir.name))
     return train(job, reporter)

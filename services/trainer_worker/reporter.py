@@ -79,7 +79,7 @@ class RunReporter:
         if moved is None:
             self.stop = "cancel"
             raise CancelledWhileStarting(self.run_id)
-        self.event(f"training started: {total_steps} steps")
+        self.event(reasons.training_started(total_steps))
 
     def metrics(self, point: dict[str, Any]) -> None:
         point = {**point, "attempt": self.attempt, "time": now_iso()}
@@ -151,7 +151,7 @@ class RunReporter:
             self.artifacts.delete(key)  # this attempt's own key: nobody else's snapshot
             raise
         self.unsaved = False
-        self.event(f"snapshot {snapshot_id} written at step {step}" + (" (final)" if final else ""))
+        self.event(reasons.snapshot_written(snapshot_id, step, final=final))
         self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))
 
     def stop_request(self) -> str | None:

@@ -34,6 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from shared import reasons
+
 # How a pool process that the watchdog ended exits: Celery logs it and re-queues its message,
 # which finds its claim gone when delivered again.
 EXIT_CODE = 0
@@ -124,7 +126,7 @@ class _NeverStopped(ChildStop):
         super().__init__(grace_s=0.0)
 
     def request(self) -> None:  # pragma: no cover - never signalled
-        raise RuntimeError("no stop handling is installed in this process")
+        raise RuntimeError(reasons.NO_STOP_HANDLING)
 
 
 _current: ChildStop = _NeverStopped()

@@ -18,11 +18,11 @@ from typing import Any
 import redis
 
 from shared import reasons
-from shared.claims import queued
+from shared.claims import fits, queued
 from shared.claims.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
 from shared.claims.nodes import pool_node_states
 from shared.config import DeploymentConfig
-from shared.errors import Conflict, Unprocessable, ValidationFailed
+from shared.errors import Conflict, ValidationFailed
 from shared.ids import Kind, new_id
 from shared.keys import Keys
 from shared.states import ClaimState
@@ -130,7 +130,7 @@ class ClaimQueue:
                     if live and live["state"] != ClaimState.RELEASED:
                         pipe.unwatch()
                         raise Conflict(
-                            f"{kind} {resource_id} already has claim {live['id']} ({live['state']})",
+                            reasons.claim_exists(kind, resource_id, live["id"], live["state"]),
                             details={"claim": live["id"]},
                         )
                     pipe.multi()
@@ -257,9 +257,7 @@ class ClaimQueue:
         under WATCH of both, and writes every grant in one MULTI; when anything else touched them
         meanwhile (a submit, a release, another scheduler's pass) the pass starts over.
         """
-        pool = config.pool(pool_name)
-        if pool is None:
-            raise ValidationFailed(f"pool {pool_name} is not declared")
+        pool = fits.pool_named(config, pool_name)
         nodes = {n.name: n for n in pool.nodes}
         states = pool_node_states(self.redis, self.keys, pool)  # which kinds each node takes now
         counts = {name: n.devices for name, n in states.items() if n.takes}
@@ -323,28 +321,15 @@ class ClaimQueue:
 
     # --- helpers
     def check(self, *, kind: str, pool: str, gpus: int, workload: str) -> None:
-        if kind not in CLAIM_KINDS:
+        """A claim this queue takes: a known kind and a whole GPU count (the API's schemas refused any
+        other already); with the deployment's config, one that could ever be granted (fits.py, the
+        rule the API checked before storing anything, checked again as the claim is queued)."""
+        if kind not in CLAIM_KINDS:  # a caller's mistake, never a user's input
             raise ValueError(f"claim kind must be one of {', '.join(CLAIM_KINDS)}, not {kind!r}")
         if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-            raise ValidationFailed(
-                "execution.gpus must be a whole number of at least 1", details={"field": "execution.gpus"}
-            )
-        if self.config is None:
-            return
-        spec = self.config.pool(pool)
-        if spec is None:
-            raise ValidationFailed(
-                f"execution.pool names pool {pool}, which is not declared", details={"field": "execution.pool"}
-            )
-        largest = spec.largest_node_gpus
-        if gpus > largest:
-            raise Unprocessable(reasons.gpus_exceed_every_node(gpus=gpus, pool=pool, largest_node_gpus=largest,
-                                                                kind=kind))
-        quota = spec.quotas.get(workload)
-        if quota is not None and gpus > quota:
-            raise Unprocessable(
-                reasons.gpus_exceed_quota(gpus=gpus, workload=workload, pool=pool, quota_gpus=quota, kind=kind)
-            )
+            raise ValidationFailed(reasons.CLAIM_GPUS_NOT_WHOLE, details={"field": "execution.gpus"})
+        if self.config is not None:
+            fits.check_claim(self.config, kind=kind, pool=pool, gpus=gpus, workload=workload)
 
     def _split(self, client: Any, ids: Any, state: ClaimState) -> tuple[list[dict[str, Any]], list[str]]:
         """The claims of `ids` in `state`, and the ids that are not (stale entries)."""

@@ -122,7 +122,7 @@ def _same_format(validation: Mapping[str, Any], dataset: Mapping[str, Any]) -> N
 def _pool(plan: TrainingPlan, facts: PlanFacts) -> Pool:
     pool = facts.pool(plan.execution.pool)
     if pool is None:
-        raise ValidationFailed(reasons.plan_pool_unknown(plan.execution.pool),
+        raise ValidationFailed(reasons.pool_unknown(plan.execution.pool),
                                details={"field": "execution.pool", "pools": facts.pool_names()})
     return pool
 

@@ -67,14 +67,14 @@ def _checked_config(name: str, directory: Path) -> dict[str, Any]:
     try:
         config = json.loads((directory / CONFIG_FILE).read_text())
     except (OSError, ValueError) as exc:
-        raise _refusal(name, f"{directory / CONFIG_FILE} cannot be read ({exc})") from None
+        raise _refusal(name, reasons.fold_file_unreadable(str(directory / CONFIG_FILE), reasons.error_text(exc))) from None
     if config.get("peft_type") != "LORA":
-        raise _refusal(name, f"it is a {config.get('peft_type')} adapter, not LoRA")
+        raise _refusal(name, reasons.fold_not_lora(config.get("peft_type")))
     if config.get("bias", "none") != "none":
-        raise _refusal(name, f"it trains biases (bias {config['bias']})")
+        raise _refusal(name, reasons.fold_trains_biases(config["bias"]))
     for key, value in config.items():
         if key not in UNDERSTOOD and value not in (None, False, {}, [], "") and value != _default(key):
-            raise _refusal(name, f"its configuration sets {key} ({json.dumps(value)[:60]})")
+            raise _refusal(name, reasons.fold_setting_unknown(key, json.dumps(value)))
     return config
 
 
@@ -115,40 +115,40 @@ def adapter_folds(name: str, directory: Path | str, model) -> list[ModuleFold]:
     try:
         tensors = load_file(str(directory / WEIGHTS_FILE))
     except Exception as exc:  # a missing or damaged file: the caller's input, named
-        raise _refusal(name, f"{directory / WEIGHTS_FILE} cannot be read ({exc})") from None
+        raise _refusal(name, reasons.fold_file_unreadable(str(directory / WEIGHTS_FILE), reasons.error_text(exc))) from None
     pairs: dict[str, dict[str, Any]] = {}
     for key, tensor in tensors.items():
         match = re.fullmatch(r"(.+)\.(lora_A|lora_B)\.weight", key)
         if not match or not match.group(1).startswith(SAVED_PREFIX):
-            raise _refusal(name, f"it holds {key}, which is not a LoRA matrix of a linear layer")
+            raise _refusal(name, reasons.fold_not_a_lora_matrix(key))
         pairs.setdefault(match.group(1)[len(SAVED_PREFIX):], {})[match.group(2)] = tensor
     shared_weights = _shared_weights(model)
     fan_in_fan_out = bool(config.get("fan_in_fan_out"))
     folds = []
     for module_name, pair in pairs.items():
         if set(pair) != {"lora_A", "lora_B"}:
-            raise _refusal(name, f"{module_name} has only {', '.join(pair)}")
+            raise _refusal(name, reasons.fold_half_pair(module_name, list(pair)))
         try:
             module = model.get_submodule(module_name)
         except AttributeError:
-            raise _refusal(name, f"this model has no module {module_name}") from None
+            raise _refusal(name, reasons.fold_module_missing(module_name)) from None
         weight = getattr(module, "weight", None)
         if not isinstance(module, torch.nn.Linear) and not fan_in_fan_out:
-            raise _refusal(name, f"{module_name} is a {type(module).__name__}, not a linear layer")
+            raise _refusal(name, reasons.fold_not_linear(module_name, type(module).__name__))
         if weight is None or weight.dim() != 2 or id(weight) in shared_weights:
-            raise _refusal(name, f"the weight of {module_name} is shared with another module")
+            raise _refusal(name, reasons.fold_weight_shared(module_name))
         a, b = pair["lora_A"], pair["lora_B"]
         rank = _pattern_value(config.get("rank_pattern") or {}, module_name, config["r"])
         alpha = _pattern_value(config.get("alpha_pattern") or {}, module_name, config["lora_alpha"])
         if a.dim() != 2 or b.dim() != 2 or a.shape[0] != rank or b.shape[1] != rank:
-            raise _refusal(name, f"{module_name} has rank {a.shape[0]}, its configuration says {rank}")
+            raise _refusal(name, reasons.fold_rank_mismatch(module_name, a.shape[0], rank))
         delta_shape = (b.shape[0], a.shape[1]) if not fan_in_fan_out else (a.shape[1], b.shape[0])
         if tuple(weight.shape) != delta_shape:
-            raise _refusal(name, f"{module_name} is {tuple(weight.shape)}, the adapter's delta {delta_shape}")
+            raise _refusal(name, reasons.fold_shape_mismatch(module_name, tuple(weight.shape), delta_shape))
         scale = alpha / math.sqrt(rank) if config.get("use_rslora") else alpha / rank
         folds.append(ModuleFold(module_name, a, b, float(scale), fan_in_fan_out))
     if not folds:
-        raise _refusal(name, "it holds no LoRA matrices")
+        raise _refusal(name, reasons.FOLD_NO_MATRICES)
     return folds
 
 

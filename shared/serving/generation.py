@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared import reasons
 from shared.errors import NotFound, ValidationFailed
 from shared.images import image_parts
 from shared.load_spec import LoadSpec, sampling_defaults
@@ -78,33 +79,33 @@ class SamplingParams:
             if value is None:
                 return kind(defaults[name])
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
-                raise ValidationFailed(f"{name} must be a {'whole ' if kind is int else ''}number", details={"param": name})
+                raise ValidationFailed(reasons.serving_parameter_not_number(name, kind is int), details={"param": name})
             if value < low or (high is not None and value > high):
-                bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-                raise ValidationFailed(f"{name} must be {bounds}, got {value}", details={"param": name})
+                raise ValidationFailed(reasons.serving_parameter_out_of_bounds(name, low, high, value),
+                                       details={"param": name})
             return kind(value)
 
         n = body.get("n", 1)
         if n is None:
             n = 1
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N:
-            raise ValidationFailed(f"n must be a whole number between 1 and {MAX_N}", details={"param": "n"})
+            raise ValidationFailed(reasons.serving_n_invalid(MAX_N), details={"param": "n"})
         if n > 1 and body.get("stream"):
-            raise ValidationFailed("n must be 1 when streaming on this server", details={"param": "n"})
+            raise ValidationFailed(reasons.SERVING_N_STREAM, details={"param": "n"})
         if body.get("logprobs") not in (None, False) or body.get("best_of") not in (None, 1):
-            raise ValidationFailed("logprobs and best_of are not supported on this server", details={"param": "logprobs"})
+            raise ValidationFailed(reasons.SERVING_LOGPROBS, details={"param": "logprobs"})
         stop = body.get("stop")
         stop = [stop] if isinstance(stop, str) else (stop or [])
         if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-            raise ValidationFailed("stop must be a string or a list of non-empty strings", details={"param": "stop"})
+            raise ValidationFailed(reasons.SERVING_STOP, details={"param": "stop"})
         seed = body.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValidationFailed("seed must be an integer", details={"param": "seed"})
+            raise ValidationFailed(reasons.SERVING_SEED, details={"param": "seed"})
         if body.get("max_completion_tokens") is not None:  # the chat API's newer name for max_tokens
             body = {**body, "max_tokens": body["max_completion_tokens"]}
         top_p = number("top_p", float, 0.0, 1.0)
         if top_p == 0:
-            raise ValidationFailed("top_p must be above 0", details={"param": "top_p"})
+            raise ValidationFailed(reasons.SERVING_TOP_P_ZERO, details={"param": "top_p"})
         return cls(
             max_tokens=number("max_tokens", int, 1),
             temperature=number("temperature", float, 0.0, 2.0),
@@ -213,14 +214,14 @@ class Generator:
             name = name or self.spec.served_model_name
             self.held.check_servable(name)  # a folded server answers for its adapter only
             return name
-        raise NotFound(f"The model `{name}` does not exist.", details={"param": "model"})
+        raise NotFound(reasons.serving_model_unknown(name), details={"param": "model"})
 
     def load_adapter(self, name: str, path: str) -> list[str]:
         """Serve the adapter in `path` as `name`. Returns the names it replaced: in adapterMode folded
         the adapter folded before (none unmerged, where adapters are served side by side)."""
         with self.lock:
             if name in self.adapters or name == self.spec.served_model_name:
-                raise ValidationFailed(f"The lora adapter '{name}' has already been loaded.", details={"param": "lora_name"})
+                raise ValidationFailed(reasons.serving_adapter_twice(name), details={"param": "lora_name"})
             before = list(self.adapters)
             self.model = self.held.load(self.model, name, path)
             self.model.eval()
@@ -229,7 +230,7 @@ class Generator:
     def unload_adapter(self, name: str) -> None:
         with self.lock:
             if name not in self.adapters:
-                raise NotFound(f"The lora adapter '{name}' cannot be found.", details={"param": "lora_name"})
+                raise NotFound(reasons.serving_adapter_unknown(name), details={"param": "lora_name"})
             self.model = self.held.unload(self.model, name)
 
     def update_weights(self, path: str) -> int:
@@ -246,11 +247,10 @@ class Generator:
 
         files = sorted(Path(path).glob("*.safetensors"))
         if not files:
-            raise ValidationFailed(f"{path} holds no .safetensors files", details={"param": "path"})
+            raise ValidationFailed(reasons.serving_no_weights(path), details={"param": "path"})
         with self.lock:
             if self.adapters:
-                raise ValidationFailed("the base weights can be updated only while no adapter is loaded",
-                                       details={"param": "path"})
+                raise ValidationFailed(reasons.SERVING_WEIGHTS_UNDER_ADAPTERS, details={"param": "path"})
             state: dict = {}
             for file in files:
                 state.update(load_file(str(file)))
@@ -258,8 +258,9 @@ class Generator:
             tied = {"lm_head.weight"} if getattr(self.model.config, "tie_word_embeddings", False) else set()
             missing = set(result.missing_keys) - tied
             if missing or result.unexpected_keys:
-                raise ValidationFailed(f"{path} does not hold this model's weights: missing {sorted(missing)[:3]}, "
-                                       f"unexpected {sorted(result.unexpected_keys)[:3]}", details={"param": "path"})
+                raise ValidationFailed(reasons.serving_weights_mismatch(path, sorted(missing)[:3],
+                                                                        sorted(result.unexpected_keys)[:3]),
+                                       details={"param": "path"})
             return len(state)
 
     # --- prompts -------------------------------------------------------------------------------
@@ -284,9 +285,8 @@ class Generator:
         asked = len(prompt_ids) + params.max_tokens
         if self.max_context and asked > self.max_context:
             raise ValidationFailed(
-                f"This model's maximum context length is {self.max_context} tokens. However, you requested "
-                f"{asked} tokens ({len(prompt_ids)} in the messages, {params.max_tokens} in the completion). "
-                "Please reduce the length of the messages or completion.",
+                reasons.serving_context_too_long(most=self.max_context, asked=asked, prompt=len(prompt_ids),
+                                                 completion=params.max_tokens),
                 details={"param": "max_tokens"},
             )
 
@@ -406,7 +406,7 @@ class Generator:
         width = max(map(len, prompts))
         with self.lock:
             if self.stopping.is_set():
-                raise ValidationFailed("the server is stopping")
+                raise ValidationFailed(reasons.SERVING_STOPPING)
             if params.seed is not None:
                 torch.manual_seed(params.seed)
             param = next(self.model.parameters())

@@ -49,7 +49,7 @@ def _body() -> dict[str, Any]:
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        raise ValidationFailed("the request body must be a JSON object")
+        raise ValidationFailed(reasons.SERVING_BODY_NOT_AN_OBJECT)
     return body
 
 
@@ -92,12 +92,12 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         status = exc.code or 400
-        return jsonify(error_body(status, f"{exc.name}: {request.method} {request.path}")), status
+        return jsonify(error_body(status, reasons.serving_route_refused(exc.name, request.method, request.path))), status
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):
         log.exception("request failed", path=request.path)
-        return jsonify(error_body(500, f"the server failed to answer: {type(exc).__name__}: {exc}")), 500
+        return jsonify(error_body(500, reasons.serving_failed(reasons.error_text(exc)))), 500
 
     @app.get("/health")
     def health():
@@ -116,47 +116,43 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         body = _body()
         name, path = body.get("lora_name"), body.get("lora_path")
         if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
-            raise ValidationFailed("Both 'lora_name' and 'lora_path' must be provided.", details={"param": "lora_name"})
+            raise ValidationFailed(reasons.SERVING_LORA_FIELDS_MISSING, details={"param": "lora_name"})
         try:
             replaced = generator.load_adapter(name, path)
         except TrainerError:
             raise
         except Exception as exc:  # peft refusing the directory: the caller's input, not our failure
-            raise ValidationFailed(f"cannot load the lora adapter '{name}' from {path}: {exc}") from None
+            raise ValidationFailed(reasons.serving_adapter_unloadable(name, path, reasons.error_text(exc))) from None
         log.info("adapter loaded", adapter=name, path=path, replaced=replaced, mode=spec.adapter_mode)
-        # vLLM's words; a folded server also says which adapter the new one took the place of
-        instead = f" (folded in place of {', '.join(repr(n) for n in replaced)})" if replaced else ""
-        return Response(f"Success: LoRA adapter '{name}' added successfully{instead}.", status=200,
-                        mimetype="text/plain")
+        return Response(reasons.serving_adapter_loaded(name, replaced), status=200, mimetype="text/plain")
 
     @app.post("/v1/unload_lora_adapter")
     def unload_lora_adapter():
         name = _body().get("lora_name")
         if not isinstance(name, str) or not name:
-            raise ValidationFailed("'lora_name' must be provided.", details={"param": "lora_name"})
+            raise ValidationFailed(reasons.SERVING_LORA_NAME_MISSING, details={"param": "lora_name"})
         generator.unload_adapter(name)
         log.info("adapter unloaded", adapter=name)
-        return Response(f"Success: LoRA adapter '{name}' removed successfully.", status=200, mimetype="text/plain")
+        return Response(reasons.serving_adapter_unloaded(name), status=200, mimetype="text/plain")
 
     @app.post("/v1/update_weights")
     def update_weights():  # every base weight from a directory: bench/grpo_handoff.py's baseline
         path = _body().get("path")
         if not isinstance(path, str) or not path:
-            raise ValidationFailed("'path' must be provided.", details={"param": "path"})
+            raise ValidationFailed(reasons.SERVING_PATH_MISSING, details={"param": "path"})
         tensors = generator.update_weights(path)
         log.info("weights updated", path=path, tensors=tensors)
         return jsonify({"tensors": tensors})
 
     def prepared(body: dict[str, Any], *prompts: list[int]):
         if not all(prompts):
-            raise ValidationFailed("the prompt is empty", details={"param": "prompt"})
+            raise ValidationFailed(reasons.SERVING_PROMPT_EMPTY, details={"param": "prompt"})
         params = SamplingParams.from_request(body, generator.defaults)
         if len(prompts) * params.n > MAX_N:
-            raise ValidationFailed(f"n times the number of prompts must be at most {MAX_N} on this server, got "
-                                   f"{params.n} x {len(prompts)}", details={"param": "prompt"})
+            raise ValidationFailed(reasons.serving_too_many_completions(MAX_N, params.n, len(prompts)),
+                                   details={"param": "prompt"})
         if len(prompts) > 1 and body.get("stream"):
-            raise ValidationFailed("a request with several prompts cannot stream on this server",
-                                   details={"param": "stream"})
+            raise ValidationFailed(reasons.SERVING_SEVERAL_PROMPTS_STREAM, details={"param": "stream"})
         for prompt_ids in prompts:
             generator.check_length(prompt_ids, params)
         return params
@@ -230,8 +226,7 @@ def _prompts(generator: Generator, prompt: Any) -> list[list[int]]:
             return [generator.encode_prompt(p) for p in prompt]
         if all(is_ids(p) for p in prompt):
             return [list(p) for p in prompt]
-    raise ValidationFailed(f"prompt must be a string, a list of token ids, or a list of 1 to {MAX_N} of either",
-                           details={"param": "prompt"})
+    raise ValidationFailed(reasons.serving_prompt_shape(MAX_N), details={"param": "prompt"})
 
 
 def _many(generator: Generator, head: dict, body: dict, prompts: list[list[int]], params: SamplingParams, model: str,
@@ -266,11 +261,11 @@ def _messages(raw: Any, *, images: bool = False) -> list[dict[str, Any]]:
     models); for a model that reads `images`, content lists of text and image_url parts are kept
     as they are, every image decoded and bounded (shared/images.py), a fault naming its part."""
     if not isinstance(raw, list) or not raw:
-        raise ValidationFailed("messages must be a non-empty list", details={"param": "messages"})
+        raise ValidationFailed(reasons.SERVING_MESSAGES_EMPTY, details={"param": "messages"})
     messages = []
     for i, message in enumerate(raw):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise ValidationFailed(f"messages[{i}] must be an object with a role", details={"param": "messages"})
+            raise ValidationFailed(reasons.serving_message_without_role(i), details={"param": "messages"})
         content = message.get("content") or ""
         if images and isinstance(content, list):
             faults = content_faults(content, f"messages[{i}].content")
@@ -281,10 +276,10 @@ def _messages(raw: Any, *, images: bool = False) -> list[dict[str, Any]]:
             continue
         if isinstance(content, list):
             if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-                raise ValidationFailed(f"messages[{i}]: this model reads text parts only", details={"param": "messages"})
+                raise ValidationFailed(reasons.serving_message_text_only(i), details={"param": "messages"})
             content = "\n".join(str(p.get("text", "")) for p in content)
         if not isinstance(content, str):
-            raise ValidationFailed(f"messages[{i}].content must be a string", details={"param": "messages"})
+            raise ValidationFailed(reasons.serving_message_content(i), details={"param": "messages"})
         messages.append({"role": message["role"], "content": content})
     return messages
 
@@ -304,7 +299,7 @@ def _stream(pieces: Iterator[str], outcome: Outcome, head: dict, body: dict, chu
             if include_usage:
                 yield _sse({**head, "object": chunk("", None)["object"], "choices": [], "usage": _usage(outcome)})
         except Exception as exc:  # the status line is sent already: report in the stream, like vLLM
-            yield _sse(error_body(500, f"generation failed: {type(exc).__name__}: {exc}"))
+            yield _sse(error_body(500, reasons.generation_failed(reasons.error_text(exc))))
         finally:
             pieces.close()
             done()

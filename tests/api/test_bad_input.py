@@ -1,6 +1,6 @@
 """Bad input (issue 14): every one a 4xx with the error shape, never a 500, and never a run the API
 accepts that the worker then fails. One test per item of the issue; the sentences are
-shared/reasons.py's, checked word for word in tests/shared/test_reasons.py."""
+those of shared/reasons/, checked word for word in tests/shared/test_reasons.py."""
 
 from __future__ import annotations
 
@@ -237,7 +237,7 @@ def test_errors_about_an_endpoints_fields_name_that_field(client, admin, team):
         ({"snapshot": "snap-nope"}, 404, "snapshot"),
         ({"gpus": 3}, 422, "gpus"),
         ({"gpus": 2, "workload": "small"}, 422, "gpus"),  # the quota of workload small is 1 GPU
-        ({"pool": "nowhere"}, 400, "pool"),
+        ({"pool": "nowhere"}, 404, "pool"),  # an unknown pool is a 404 wherever it is named (issue 28)
         ({"workload": "team-b"}, 403, "workload"),
         ({"workload": "x\n"}, 400, "workload"),
         ({"idleTimeout": "soon"}, 400, "idleTimeout"),

@@ -65,6 +65,8 @@ def test_other_refusals(client, admin, dataset, store):
     assert resp.status_code == 400 and resp.json["error"]["message"] == "comparison field snapshots: names a snapshot twice"
     resp = compare(client, admin, [good, snapshot(store)], "ds-nope")
     assert resp.status_code == 404 and resp.json["error"]["message"] == "dataset ds-nope does not exist"
+    resp = compare(client, admin, [good, snapshot(store)], dataset, pool="nowhere")
+    assert resp.status_code == 404 and resp.json["error"]["message"] == "pool nowhere does not exist in this deployment"
     assert client.get("/v1/comparisons/cmp-nope", headers=admin).status_code == 404
 
 

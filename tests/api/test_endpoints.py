@@ -41,6 +41,9 @@ def test_bad_bodies_name_the_field(client, admin):
         "this endpoint asks for 3 GPU(s) of one node, and the largest node of pool default has 2")
     resp = create(client, admin, snapshot="snap-nope")
     assert resp.status_code == 404 and resp.json["error"]["message"] == "snapshot snap-nope does not exist"
+    resp = create(client, admin, pool="nowhere")  # the one sentence and status of an unknown pool (issue 28)
+    assert resp.status_code == 404 and resp.json["error"]["message"] == "pool nowhere does not exist in this deployment"
+    assert (resp.json["error"]["details"]["field"], resp.json["error"]["details"]["pool"]) == ("pool", "nowhere")
     assert client.get("/v1/endpoints", headers=admin).json["items"] == []
 
 

@@ -70,7 +70,8 @@ def test_bad_requests_name_what_was_wrong(client, admin, dataset, snapshot):
     assert resp.status_code == 422 and resp.json["error"]["message"] == (
         "this evaluation asks for 3 GPU(s) of one node, and the largest node of pool default has 2")
     resp = create(client, admin, dataset, pool="nowhere")
-    assert resp.status_code == 400 and resp.json["error"]["message"] == "pool nowhere does not exist in this deployment"
+    assert resp.status_code == 404 and resp.json["error"]["message"] == "pool nowhere does not exist in this deployment"
+    assert resp.json["error"]["details"]["field"] == "pool"
     resp = create(client, admin, dataset, judge="ep-nope")
     assert resp.status_code == 404 and resp.json["error"]["message"] == (
         "judge ep-nope is not an endpoint of this deployment; `training endpoints get` lists them")

@@ -1,5 +1,5 @@
 """With Redis out of reach, both halves of the API (the Flask views and the asyncio proxy) answer
-503 in the one error shape, with the sentence of shared/reasons.py and a Retry-After header, as
+503 in the one error shape, with the sentence of shared/reasons/ and a Retry-After header, as
 the OpenAPI document says of every route that reads Redis; never a 500 (issue 14, "Faults").
 
 Redis here is an address where nothing listens, and the client's retries (shared/store.py) are cut

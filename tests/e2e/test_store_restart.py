@@ -6,7 +6,7 @@ tests/api/http_peer.py: what is under test is the store, not generation).
 
 Twice: a blip (Redis back at once, shorter than the client's retries, shared/store.py) that no
 client may notice at all, and an outage of several seconds, longer than those retries, through
-which every answer is a success or a 503 with Retry-After and the sentence of shared/reasons.py,
+which every answer is a success or a 503 with Retry-After and the sentence of shared/reasons/,
 never a 500. Afterwards every write a client was told succeeded is still there, the API answers
 again within a second or two of Redis, and the scheduler (which rode out the same outage)
 grants a new endpoint. The figures are printed (`-s`) and written in docs/faults.md."""

@@ -1,5 +1,5 @@
 """The sentences of a node without an endpoint manager and of the serving log, word for word
-(shared/reasons.py). Where they appear: tests/scheduler/test_lost_endpoints.py,
+(shared/reasons/). Where they appear: tests/scheduler/test_lost_endpoints.py,
 tests/e2e/test_endpoint_manager_lost.py, tests/api/test_endpoint_logs.py."""
 
 from shared import reasons

@@ -1,4 +1,4 @@
-"""The sentences of evaluations and comparisons (shared/reasons.py), word for word."""
+"""The sentences of evaluations and comparisons (shared/reasons/evaluations.py), word for word."""
 
 from shared import reasons
 
@@ -24,7 +24,7 @@ def test_evaluation_sentences():
     assert reasons.comparison_ended("cmp-1", "CANCELLED") == "comparison cmp-1 has already ended (CANCELLED)"
     assert reasons.evaluation_judge_unparsable(3, "ep-1") == (
         "judge endpoint ep-1 answered 3 row(s) with no score; those rows have no judge score")
-    assert reasons.evaluation_failed("OSError: disk") == "evaluation failed: OSError: disk"
+    assert reasons.evaluation_failed("the disk is full") == "evaluation failed: the disk is full"
     assert reasons.evaluation_rows_not_ready("eval-1", "RUNNING") == (
         "evaluation eval-1 is RUNNING; its per-row results exist once it has SUCCEEDED")
     assert reasons.evaluation_ended("eval-1", "FAILED") == "evaluation eval-1 has already ended (FAILED)"

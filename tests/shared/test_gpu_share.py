@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from shared.errors import WorkFailed
 from shared.gpu_share import (
     GIB,
     SERVER_RUNTIME_GIB,
@@ -34,7 +35,7 @@ def test_the_server_holds_the_base_weights_its_kv_cache_and_its_runtime():
 
 def test_vllm_gets_the_share_the_trainer_leaves_free_rounded_down():
     assert gpu_memory_utilization(device_gib=80.0, trainer_gib=50.0, server_gib=17.0) == 0.37  # 30/80 = 0.375
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(WorkFailed) as refused:
         gpu_memory_utilization(device_gib=80.0, trainer_gib=70.0, server_gib=17.0)
     assert str(refused.value) == "the trainer leaves 10.0 GiB of 80.0 GiB free, and the rollout server needs 17.0 GiB"
 

@@ -106,7 +106,7 @@ def test_the_validation_dataset_holds_rows_of_the_training_format():
 def test_an_unknown_pool_is_named_with_the_pools_there_are():
     refused = refusal(replace(plan(), execution=replace(plan().execution, pool="gpu")))
     assert isinstance(refused, ValidationFailed) and refused.status == 400
-    assert refused.message == reasons.plan_pool_unknown("gpu") == "pool gpu does not exist in this deployment"
+    assert refused.message == reasons.pool_unknown("gpu") == "pool gpu does not exist in this deployment"
     assert refused.details == {"field": "execution.pool", "pools": ["default"]}
 
 
@@ -205,7 +205,7 @@ def test_the_first_rule_broken_is_the_one_said_and_later_facts_are_not_looked_up
     broken = plan(execution={"pool": "gpu", "gpus": 2}, hyperparameters={"batchSize": 3},
                   restore={"snapshot": "snap-9", "what": "weights"})
     facts = Facts()
-    assert refusal(broken, facts).message == reasons.plan_pool_unknown("gpu")
+    assert refusal(broken, facts).message == reasons.pool_unknown("gpu")
     assert facts.asked == ["dataset", "pool"]
     # the engine's refusal comes before the batch split, as it always did
     refused = refusal(plan(execution={"pool": "default", "gpus": 4}, hyperparameters={"batchSize": 3}))

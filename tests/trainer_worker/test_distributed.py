@@ -24,8 +24,8 @@ import pytest
 
 from services.trainer_worker.engines import train
 from services.trainer_worker.engines.base import Restore, read_manifest
-from services.trainer_worker.engines.distributed import RankFailed
 from shared import reasons
+from shared.errors import WorkFailed
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff
 
 MAX_STEPS = 6
@@ -88,7 +88,7 @@ def test_pause_on_two_slots_then_resume_on_two_continues_exactly(two_slots, mode
 def test_a_two_slot_training_state_does_not_resume_on_one(two_slots, model_dir, tmp_path):
     _, two, _ = two_slots
     job = make_job(model_dir, tmp_path, restore=Restore("trainingState", two.snapshot_at(3)))
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(WorkFailed) as refused:
         train(job, RecordingReporter())
     assert str(refused.value) == reasons.training_state_gpu_mismatch(saved_gpus=2, run_gpus=1)
 
@@ -124,7 +124,7 @@ class KillsRankOne(RecordingReporter):
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the rank processes through /proc")
 def test_a_failed_rank_fails_the_run_naming_it_and_leaves_no_rank_running(model_dir, tmp_path):
     reporter = KillsRankOne()
-    with pytest.raises(RankFailed) as failed:
+    with pytest.raises(WorkFailed) as failed:
         train(make_job(model_dir, tmp_path, maxSteps=200, every_steps=None, devices=2), reporter)
     assert str(failed.value) == reasons.rank_failed(rank=1, world=2, how="was killed by SIGKILL")
     assert str(failed.value) == "rank 1 of 2 was killed by SIGKILL; the other ranks were stopped"
@@ -136,9 +136,9 @@ def test_a_failed_rank_fails_the_run_naming_it_and_leaves_no_rank_running(model_
 
 def test_a_rank_that_raises_fails_the_run_with_its_error(model_dir, tmp_path):
     job = make_job(model_dir, tmp_path, devices=2, dataset=tmp_path / "missing.jsonl")
-    with pytest.raises(RankFailed) as failed:
+    with pytest.raises(WorkFailed) as failed:
         train(job, RecordingReporter())
     message = str(failed.value)
-    assert message.startswith("rank 0 of 2 failed with exit code 1: FileNotFoundError: ")
+    assert message.startswith("rank 0 of 2 failed with exit code 1: [Errno 2] No such file or directory: ")
     assert "missing.jsonl" in message and message.endswith("; the other ranks were stopped")
     assert _rank_pids() == {}

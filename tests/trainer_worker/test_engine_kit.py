@@ -19,6 +19,7 @@ from shared.datasets import row_prompt, row_reference
 from shared.engines import ENGINES, methods
 from shared.plans import TrainingPlan, parse_plan, plan_default
 from tests.shared.plan_fixtures import amended, typed
+from shared.errors import WorkFailed
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 MODEL = "builtin/tiny-qwen3"
@@ -30,7 +31,7 @@ def test_every_declared_engine_has_its_function_and_nothing_else_does():
     for spec in ENGINES:
         assert engine_function(spec.name) is runs[spec.method]
     assert set(RUNNERS) == set(methods())
-    with pytest.raises(KeyError, match="this worker has no engine sft-triple"):
+    with pytest.raises(WorkFailed, match="this worker has no engine sft-triple"):
         engine_function("sft-triple")
 
 

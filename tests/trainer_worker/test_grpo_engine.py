@@ -12,7 +12,7 @@ from services.trainer_worker.engines import grpo
 from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.grpo import load_prompt_rows, run_grpo
 from services.trainer_worker.engines.rollouts import RolloutServer
-from shared.errors import ValidationFailed
+from shared.errors import WorkFailed
 from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
@@ -176,7 +176,7 @@ def test_dataset_rows_of_every_format(tmp_path):
     assert [(r["prompt"], r["answer"]) for r in rows] == [
         ("p1", "a1"), ("p2", "c2"), ([{"role": "user", "content": "q3"}], "a3")]
     path.write_text(json.dumps({"answer": "x"}) + "\n")
-    with pytest.raises(ValidationFailed, match="line 1 has no prompt"):
+    with pytest.raises(WorkFailed, match="line 1 has no prompt"):
         load_prompt_rows(path)
 
 

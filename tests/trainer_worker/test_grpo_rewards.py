@@ -12,9 +12,10 @@ import pytest
 from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
 from services.trainer_worker.judges import JudgeTarget
 from shared import reasons
+from shared.errors import WorkFailed
 from shared.load_spec import LoadSpec, model_generation_config
 from shared.plans import parse_plan
-from shared.reward_process import RewardCallFailed, RewardScorer
+from shared.reward_process import RewardScorer
 from shared.rewards import ask_judge, check_rewards, judge_messages, parse_judge_score
 from tests.shared.serving.serving import ServingProcess
 from tests.trainer_worker.doubles import RecordingReporter
@@ -74,7 +75,7 @@ def test_a_registered_function_past_its_budget_fails_the_step_naming_it():
     with RewardScorer(rewards, {"stuck": reference}, budget_s=2.0) as scorer:
         exact, stuck = trl_reward_functions(rewards, registered={"stuck": reference}, judge_address=None,
                                             reporter=None, clock=RewardClock(), scorer=scorer)
-        with pytest.raises(RewardCallFailed) as caught:
+        with pytest.raises(WorkFailed) as caught:
             call(stuck, step=2)
         assert str(caught.value) == reasons.reward_call_overran("step 3", "stuck", reference, 2.0)
         assert call(exact) == [1.0] * 4 + [0.0] * 4  # built-ins run here, untouched
@@ -104,7 +105,7 @@ def test_a_judge_that_never_answers_fails_the_run_saying_so():
     (function,) = trl_reward_functions([{"judge": "grader", "weight": 1.0}], registered={},
                                        judge_address=lambda name: None, reporter=RecordingReporter(),
                                        clock=RewardClock(), judge_wait_s=0.5)
-    with pytest.raises(RuntimeError) as failed:
+    with pytest.raises(WorkFailed) as failed:
         call(function)
     assert str(failed.value) == reasons.grpo_judge_unreachable("grader", 0.5, "it is not READY")
     assert str(failed.value) == ("judge endpoint grader did not answer for 0.5s (it is not READY); "

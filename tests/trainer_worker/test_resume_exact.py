@@ -17,6 +17,7 @@ from services.trainer_worker.engines.base import Restore, TrainingResult, read_m
 from services.trainer_worker.engines.sft import run_sft
 from shared import reasons
 from tests.shared.plan_fixtures import amended
+from shared.errors import WorkFailed
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff
 
 MAX_STEPS = 36
@@ -111,7 +112,7 @@ def test_a_weights_branch_trains_over_the_inherited_adapter_with_a_fresh_optimiz
 def test_a_restore_this_job_cannot_take_is_refused_with_the_users_sentence(uninterrupted, model_dir, tmp_path):
     parent, _ = uninterrupted
     job = make_job(model_dir, tmp_path, devices=2, restore=Restore("trainingState", parent.snapshot_at(10)))
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(WorkFailed) as refused:
         run_sft(job, RecordingReporter())
     assert str(refused.value) == reasons.training_state_gpu_mismatch(saved_gpus=1, run_gpus=2)
 

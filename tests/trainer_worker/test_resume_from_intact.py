@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from services.trainer_worker.engines.base import Restore
-from services.trainer_worker.execution import SnapshotDamaged, Worker, restore_for
+from services.trainer_worker.execution import Worker, restore_for
 from shared import reasons
+from shared.errors import WorkFailed
 from shared.snapshot_files import record
 from tests.shared.plan_fixtures import typed
 
@@ -76,7 +77,7 @@ def test_with_no_intact_snapshot_of_its_own_the_run_fails_naming_the_newest(work
     snaps = [snapshot(worker, "run-r", step) for step in (5, 10)]
     for snap in snaps:
         (worker.artifacts.root / snap["path"] / "adapter" / "adapter_model.safetensors").write_bytes(b"")
-    with pytest.raises(SnapshotDamaged) as failed:
+    with pytest.raises(WorkFailed) as failed:
         restore_for(worker, run_with(snaps), Events())
     assert str(failed.value) == reasons.snapshot_damaged(
         snaps[1]["id"], "adapter/adapter_model.safetensors", "has 0 bytes; the snapshot recorded 64 bytes")
@@ -91,7 +92,7 @@ def test_a_damaged_branch_source_fails_the_run_before_it_loads_anything(worker):
     parent = snapshot(worker, "run-p", 8)
     (worker.artifacts.root / parent["path"] / "adapter" / "adapter_model.safetensors").write_bytes(b"x" * 64)
     run = run_with([], restore={"snapshot": parent["id"], "what": "weights"})
-    with pytest.raises(SnapshotDamaged) as failed:
+    with pytest.raises(WorkFailed) as failed:
         restore_for(worker, run, Events())
     assert str(failed.value) == reasons.snapshot_damaged(
         parent["id"], "adapter/adapter_model.safetensors", "is not the file the snapshot recorded (its sha256 differs)")

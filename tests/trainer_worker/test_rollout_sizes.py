@@ -15,6 +15,7 @@ import pytest
 
 from services.trainer_worker.engines import rollout_sizes
 from services.trainer_worker.engines.rollouts import RolloutServer
+from shared.errors import WorkFailed
 from shared.gpu_share import max_model_len, rollout_server_gib
 from shared.resolver import trainer_memory_gib
 from shared.serving import backends
@@ -107,7 +108,7 @@ def test_a_gpu_the_trainer_leaves_too_little_of_is_refused_with_its_sentence(mod
     model = {"parameters": PARAMETERS, "hiddenSize": config["hidden_size"], "layers": config["num_hidden_layers"],
              "vocabSize": config["vocab_size"]}
     free = 1.0 - trainer_memory_gib(typed(plan), model=model)
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(WorkFailed) as refused:
         command(server(model_dir, tmp_path, plan))
     assert str(refused.value) == (f"the trainer leaves {free:.1f} GiB of 1.0 GiB free, "
                                   f"and the rollout server needs {server_gib:.1f} GiB")

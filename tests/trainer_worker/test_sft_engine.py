@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from services.trainer_worker.engines.base import checkpoint_from_snapshot
 from services.trainer_worker.engines.sft import load_rows, run_sft
-from shared.errors import ValidationFailed
+from shared.errors import WorkFailed
 from shared.models import load_causal_lm, load_tokenizer
 from shared.snapshot_files import record
 from tests.trainer_worker.doubles import RecordingReporter, make_job
@@ -129,5 +129,5 @@ def test_prompt_completion_rows_train(model_dir, tmp_path):
 def test_bad_rows_are_refused_naming_the_line(tmp_path):
     dataset = tmp_path / "bad.jsonl"
     dataset.write_text('{"messages": []}\n{"text": "x"}\n')
-    with pytest.raises(ValidationFailed, match="dataset line 2 has neither messages nor prompt and completion"):
+    with pytest.raises(WorkFailed, match="dataset line 2 has neither messages nor prompt and completion"):
         load_rows(dataset)

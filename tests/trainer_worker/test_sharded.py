@@ -18,6 +18,7 @@ import pytest
 from services.trainer_worker.engines import train
 from services.trainer_worker.engines.base import Restore, read_manifest
 from shared import reasons
+from shared.errors import WorkFailed
 from shared.snapshots import SHARDED_TRAINING_STATE_FORMAT, readable_parts
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff
 
@@ -81,7 +82,7 @@ def test_its_training_state_resumes_only_on_the_gpu_count_it_was_saved_on(sharde
     for gpus in (1, 4):
         job = make_job(model_dir, tmp_path, devices=gpus, engine="sft-fsdp" if gpus > 1 else None,
                        restore=Restore("trainingState", fsdp.snapshot_at(3)))
-        with pytest.raises(ValueError) as refused:
+        with pytest.raises(WorkFailed) as refused:
             train(job, RecordingReporter())
         assert str(refused.value) == reasons.training_state_gpu_mismatch(saved_gpus=2, run_gpus=gpus)
         assert str(refused.value) == (f"this snapshot's training state was saved across 2 GPU(s), and this run "

@@ -165,7 +165,7 @@ def test_a_failing_tracker_warns_once_and_the_others_go_on(tmp_path):
     trackers.log({"step": 3, "loss": 0.8})
     trackers.close("SUCCEEDED")
     assert warnings == [reasons.tracker_failed("mlflow", "stopped at step 2",
-                                               "ConnectionError: tracking server refused")]
+                                               "tracking server refused")]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(artifacts.get_dir(tensorboard_key("run-x"))))

@@ -5,6 +5,7 @@ from typing import Any, TextIO
 import click
 import yaml
 
+from shared import reasons
 from training_cli import tables
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
@@ -40,9 +41,9 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
         try:
             body = yaml.safe_load(body_file.read()) or {}
         except yaml.YAMLError as exc:
-            raise CliError(f"{getattr(body_file, 'name', '-')} is neither valid YAML nor JSON: {exc}") from None
+            raise CliError(reasons.body_file_unreadable(getattr(body_file, "name", "-"), str(exc))) from None
         if not isinstance(body, dict):
-            raise CliError("the file must hold a mapping (the endpoint's request body)")
+            raise CliError(reasons.body_file_not_a_mapping("endpoint"))
     body.update({field: flags[flag] for flag, field in BODY_FLAGS.items() if flags.get(flag) is not None})
     endpoint = cli.client.post("/v1/endpoints", body)
     emit(endpoint, fmt, tables.endpoint)

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 import click
 import yaml
 
+from shared import reasons
 from training_cli import tables
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
@@ -28,9 +29,9 @@ def read_body(body_file: TextIO | None, what: str) -> dict[str, Any]:
     try:
         body = yaml.safe_load(body_file.read()) or {}
     except yaml.YAMLError as exc:
-        raise CliError(f"{getattr(body_file, 'name', '-')} is neither valid YAML nor JSON: {exc}") from None
+        raise CliError(reasons.body_file_unreadable(getattr(body_file, "name", "-"), str(exc))) from None
     if not isinstance(body, dict):
-        raise CliError(f"the file must hold a mapping (the {what}'s request body)")
+        raise CliError(reasons.body_file_not_a_mapping(what))
     return body
 
 

@@ -8,6 +8,7 @@ from typing import Any, Callable, TextIO
 import click
 import yaml
 
+from shared import reasons
 from shared.plans.flags import FlagSpec, flag_spec
 from training_cli import tables
 from training_cli.archive import download_tensorboard
@@ -96,16 +97,16 @@ def build_plan(body_file: TextIO | None, flags: dict[str, Any], sets: tuple[str,
         try:
             body = yaml.safe_load(body_file.read()) or {}  # YAML is a superset of JSON
         except yaml.YAMLError as exc:
-            raise CliError(f"{name} is neither valid YAML nor JSON: {exc}") from None
+            raise CliError(reasons.body_file_unreadable(name, str(exc))) from None
         if not isinstance(body, dict):
-            raise CliError(f"{name} must hold a mapping (the run's request body)")
+            raise CliError(reasons.run_file_not_a_mapping(name))
     for name, path in PLAN_FLAGS.items():
         if flags.get(name) is not None:
             _put(body, path, flags[name])
     for item in sets:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise CliError(f"--set takes PATH=VALUE, got {item!r}")
+            raise CliError(reasons.set_flag_invalid(item))
         _put(body, tuple(key.split(".")), yaml.safe_load(raw))
     return body
 

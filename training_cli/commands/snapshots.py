@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from shared import reasons
 from training_cli import tables
 from training_cli.archive import download_adapter
 from training_cli.commands.common import list_options, list_params
@@ -64,7 +65,7 @@ def import_(cli: CliContext, path: str, workload: str | None, on_server: bool, f
         return
     directory = Path(path).expanduser()
     if not (directory / MANIFEST_FILE).is_file():
-        raise CliError(f"{directory} holds no {MANIFEST_FILE}; a snapshot directory starts with its manifest")
+        raise CliError(reasons.import_dir_without_manifest(str(directory), MANIFEST_FILE))
     with tempfile.TemporaryDirectory(prefix="training-import-") as tmp:
         archive = Path(tmp) / f"{directory.resolve().name}.tar"
         top = directory.resolve().name

@@ -10,6 +10,7 @@ from services.api.dataset_files import read_image_files
 from services.api.datasets import create_dataset, delete_dataset, visible_dataset
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import DatasetSchema, page_schema, serialise
+from shared import reasons
 from shared.errors import ValidationFailed
 from shared.ids import Kind
 
@@ -20,7 +21,7 @@ bp = Blueprint("datasets", __name__)
 def upload_dataset():
     upload = request.files.get("file")
     if upload is None:
-        raise ValidationFailed("upload the JSONL as the multipart form field `file`", details={"field": "file"})
+        raise ValidationFailed(reasons.DATASET_UPLOAD_WITHOUT_FILE, details={"field": "file"})
     workload = request.form.get("workload") or principal().default_workload("runs")
     require_workload(workload)
     name = request.form.get("name") or upload.filename or "dataset.jsonl"

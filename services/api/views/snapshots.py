@@ -120,7 +120,7 @@ def download_adapter(snapshot_id: str):
     except UnsafeKey:
         keys = []
     if not keys:
-        raise NotFound(f"snapshot {snapshot_id} has no adapter files on disk", details={"id": snapshot_id})
+        raise NotFound(reasons.snapshot_adapter_files_missing(snapshot_id), details={"id": snapshot_id})
     require_intact(ctx(), doc, "weights", field="id")  # never a tar of a truncated or altered adapter
     buffer = tar_gz(artifacts, [(key, PurePosixPath(key).name) for key in keys])
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,

@@ -17,7 +17,9 @@ import importlib
 from typing import Callable
 
 from services.trainer_worker.engines.base import Reporter, Restore, TrainingJob, TrainingResult
+from shared import reasons
 from shared.engines import engine as declared_engine
+from shared.errors import WorkFailed
 
 __all__ = ["RUNNERS", "Reporter", "Restore", "TrainingJob", "TrainingResult", "engine_function", "train"]
 
@@ -33,7 +35,7 @@ def engine_function(engine: str) -> Callable[[TrainingJob, Reporter], TrainingRe
     try:
         runner = RUNNERS[declared_engine(engine).method]
     except KeyError:
-        raise KeyError(f"this worker has no engine {engine}") from None
+        raise WorkFailed(reasons.engine_missing(engine)) from None
     module, function = runner.split(":")
     return getattr(importlib.import_module(module), function)
 

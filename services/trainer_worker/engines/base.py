@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from shared import reasons, snapshots
 from shared.artifacts import ArtifactRoot, ArtifactStore, join
 from shared.disk_full import disk_full, no_space_left
+from shared.errors import WorkFailed
 from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
 from shared.engines import engine as declared_engine
 from shared.plans import TrainingPlan
@@ -178,7 +179,7 @@ def publish_checkpoint_as_snapshot(job: TrainingJob, *, checkpoint: Path, step: 
 
 def check_restore(job: TrainingJob) -> dict[str, Any] | None:
     """The manifest of what `job` restores, once checked that this job can restore it; raises
-    ValueError with the user's sentence otherwise (the API refuses such plans first, SPEC 3.3)."""
+    WorkFailed with the user's sentence otherwise (the API refuses such plans first, SPEC 3.3)."""
     if job.restore is None:
         return None
     manifest = read_manifest(job.restore.snapshot_dir)
@@ -186,12 +187,12 @@ def check_restore(job: TrainingJob) -> dict[str, Any] | None:
     if job.restore.what not in (RESTORE_WEIGHTS, RESTORE_TRAINING_STATE):
         raise ValueError(f"restore.what must be {RESTORE_WEIGHTS} or {RESTORE_TRAINING_STATE}, not {job.restore.what}")
     if not parts["weights"]:
-        raise ValueError(reasons.WEIGHTS_UNREADABLE)
+        raise WorkFailed(reasons.WEIGHTS_UNREADABLE)
     if job.restore.what == RESTORE_TRAINING_STATE:
         if not parts["trainingState"]:
-            raise ValueError(reasons.TRAINING_STATE_UNREADABLE)
+            raise WorkFailed(reasons.TRAINING_STATE_UNREADABLE)
         if int(manifest["gpus"]) != len(job.devices):
-            raise ValueError(
+            raise WorkFailed(
                 reasons.training_state_gpu_mismatch(saved_gpus=int(manifest["gpus"]), run_gpus=len(job.devices))
             )
     return manifest
@@ -207,7 +208,7 @@ def checkpoint_from_snapshot(snapshot_dir: Path, target: Path) -> Path:
     snapshot_dir = Path(snapshot_dir)
     manifest = read_manifest(snapshot_dir)
     if not readable_parts(manifest)["trainingState"]:
-        raise ValueError(f"snapshot {snapshot_dir} holds no training state this deployment reads")
+        raise WorkFailed(reasons.snapshot_training_state_unreadable(snapshot_dir.name))
     if manifest["layout"] == 1:
         return snapshot_dir
     state = manifest["trainingState"]

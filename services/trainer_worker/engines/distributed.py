@@ -21,7 +21,7 @@ step as on one device. Rank 0 broadcasts each step's stop decision to the other 
 its output to work_dir/ranks/rank-R.log.
 
 If a rank fails, the parent stops every other rank (SIGKILL, then waits for it) and raises
-RankFailed naming the rank; a rank whose parent dies is killed by the kernel (PR_SET_PDEATHSIG),
+WorkFailed naming the rank; a rank whose parent dies is killed by the kernel (PR_SET_PDEATHSIG),
 so no rank is ever left running. Ranks ignore SIGTERM: a SIGTERM to the worker's process group
 stops the run through its task process (stopping.py), not by killing a rank.
 """
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import secrets
 import signal
 import socket
@@ -42,8 +41,10 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
 from services.trainer_worker.engines.base import Reporter, SnapshotDiskFull, TrainingJob, TrainingResult, check_restore
+from services.trainer_worker.engines.child_logs import last_error
 from shared import reasons
 from shared.child_env import child_env, die_with_parent
+from shared.errors import WorkFailed
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 POLL_S = 0.1
@@ -52,10 +53,6 @@ EXIT_TIMEOUT_S = 120.0  # after rank 0's result, how long the ranks may take to 
 FAILURE_GRACE_S = 2.0  # after a first rank fails, how long the others get to exit on their own
 # A rank whose error says only that a peer went away failed because another rank did.
 PEER_LOST_MARKERS = ("Connection closed by peer", "Connection reset by peer", "Gloo", "NCCL", "ProcessGroup")
-
-
-class RankFailed(RuntimeError):
-    """One rank of a multi-device run failed; the others were stopped."""
 
 
 def run_distributed(job: TrainingJob, reporter: Reporter) -> TrainingResult:
@@ -139,7 +136,7 @@ def _accept(listener: Listener, procs: list[subprocess.Popen], ranks_dir: Path) 
             return listener.accept()
         except (TimeoutError, socket.timeout):
             if time.monotonic() > deadline:
-                raise RankFailed(reasons.rank_failed(rank=0, world=len(procs), how="did not start in time")) from None
+                raise WorkFailed(reasons.rank_failed(rank=0, world=len(procs), how="did not start in time")) from None
 
 
 def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, ranks_dir: Path) -> TrainingResult:
@@ -169,17 +166,17 @@ def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, 
             time.sleep(POLL_S)
         try:
             _raise_if_a_rank_failed(procs, ranks_dir)
-        except RankFailed:
+        except WorkFailed:
             if disk_full_step is not None:
                 raise SnapshotDiskFull(disk_full_step) from None
             raise
         if all(p.poll() == 0 for p in procs):
             if result is None:
-                raise RankFailed(reasons.rank_failed(rank=0, world=len(procs), how="exited without a result"))
+                raise WorkFailed(reasons.rank_failed(rank=0, world=len(procs), how="exited without a result"))
             return result
         if result is not None and time.monotonic() - result_at > EXIT_TIMEOUT_S:
             running = next(r for r, p in enumerate(procs) if p.poll() is None)
-            raise RankFailed(reasons.rank_failed(
+            raise WorkFailed(reasons.rank_failed(
                 rank=running, world=len(procs), how=f"did not exit within {EXIT_TIMEOUT_S:.0f} s of the end of training"
             ))
 
@@ -192,7 +189,7 @@ def _raise_if_a_rank_failed(procs: list[subprocess.Popen], ranks_dir: Path) -> N
     deadline = time.monotonic() + FAILURE_GRACE_S
     while time.monotonic() < deadline and any(p.poll() is None for p in procs):
         time.sleep(POLL_S)
-    failed = [(r, p.returncode, _last_error(ranks_dir / f"rank-{r}.log")) for r, p in enumerate(procs)
+    failed = [(r, p.returncode, last_error(ranks_dir / f"rank-{r}.log")) for r, p in enumerate(procs)
               if p.returncode not in (None, 0)]
 
     def blame(item):
@@ -204,21 +201,7 @@ def _raise_if_a_rank_failed(procs: list[subprocess.Popen], ranks_dir: Path) -> N
     rank, code, error = min(failed, key=blame)
     how = (f"was killed by {signal.Signals(-code).name}" if code < 0
            else f"failed with exit code {code}" + (f": {error}" if error else ""))
-    raise RankFailed(reasons.rank_failed(rank=rank, world=len(procs), how=how))
-
-
-def _last_error(log: Path) -> str:
-    """The last line of a rank's log that looks like an exception (the traceback's final line)."""
-    try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    for line in reversed(lines):
-        line = re.sub(r"^\[rank\d+\]:\s*", "", line)  # torch prefixes a rank's traceback lines
-        head = line.split(":", 1)[0]
-        if head.endswith(("Error", "Exception", "Failed", "Interrupt")) and " " not in head:
-            return line[:500]
-    return ""
+    raise WorkFailed(reasons.rank_failed(rank=rank, world=len(procs), how=how))
 
 
 def _stop_all(procs: list[subprocess.Popen]) -> None:

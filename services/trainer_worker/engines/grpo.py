@@ -48,8 +48,9 @@ from services.trainer_worker.engines.kit import (
     without_printer,
 )
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
+from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
-from shared.errors import ValidationFailed
+from shared.errors import WorkFailed
 from shared.images import image_count
 from shared.models import load_processor
 from shared.reward_process import RewardScorer
@@ -81,12 +82,11 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
     images = False
     for row in read_rows(dataset_path):
         if row.format is None:
-            raise ValidationFailed(f"dataset line {row.line} has no prompt", details={"line": row.line})
+            raise WorkFailed(reasons.dataset_line_without_prompt(row.line))
         view = {k: v for k, v in row.fields.items() if k != _READ_FROM.get(row.format)}
         view["prompt"] = row_prompt(row.fields)
         if row.format == CHAT and not view["prompt"]:
-            raise ValidationFailed(f"dataset line {row.line} has no messages before its answer",
-                                   details={"line": row.line})
+            raise WorkFailed(reasons.dataset_line_without_question(row.line))
         reference = row_reference(row.fields)
         if reference is not None:
             view.setdefault("answer", reference)
@@ -95,7 +95,7 @@ def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
             images = True
         rows.append(view)
     if not rows:
-        raise ValidationFailed("the dataset has no rows")
+        raise WorkFailed(reasons.DATASET_EMPTY)
     if images:  # every row has the column TRL reads a batch's images from
         rows = [{**r, "images": r.get("images") or []} for r in rows]
     columns = sorted({k for r in rows for k in r})
@@ -221,7 +221,7 @@ def restore_reference(model, checkpoint: Path | None, reporter: Reporter) -> str
     reference = json.loads(recorded.read_text())
     if reference.get("policy") == "adapter":
         if not has_ref:  # cannot happen: a restored model carries an adapter, so TRL made a "ref"
-            raise RuntimeError("the checkpoint's reference is an adapter, and the model has no reference adapter")
+            raise WorkFailed(reasons.REFERENCE_ADAPTER_MISSING)
         set_peft_model_state_dict(model, load_file(str(checkpoint / reference["weights"])),
                                   adapter_name=REFERENCE_ADAPTER)
         return "inherited adapter"
@@ -409,12 +409,10 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
     # The server gets the adapter as it is now; a trainingState restore loads the same weights
     # inside train(), so the first hand-off (step N of a resumed run) is skipped.
     server.start(peft_model, step=int(restored.manifest["step"]) if restored and restored.checkpoint else 0)
-    reporter.event(
-        f"training {plan.model} with grpo on {len(dataset)} prompts on {', '.join(job.devices)}: "
-        f"{plan.hyperparameters.batch_size // args.num_generations} prompt(s) x "
-        f"{args.num_generations} completions per step, KL reference {reference}; rollouts from a serving "
-        f"process at {server.base_url} (ready in {time.perf_counter() - started:.1f}s)"
-        + restore_phrase(restored)
-    )
+    reporter.event(reasons.grpo_started(
+        model=plan.model, prompts=len(dataset), devices=job.devices,
+        prompts_per_step=plan.hyperparameters.batch_size // args.num_generations,
+        generations=args.num_generations, reference=reference, server=server.base_url,
+        ready_s=time.perf_counter() - started, restore=restore_phrase(restored)))
     trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)
     return trainer, callback, restored

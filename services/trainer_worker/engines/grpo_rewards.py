@@ -24,6 +24,7 @@ from typing import Any
 import requests
 
 from shared import reasons
+from shared.errors import WorkFailed
 from shared.reward_process import RewardScorer
 from shared.rewards import ask_judge, judge_messages, parse_judge_score, reward_key
 
@@ -92,17 +93,21 @@ def _judge_reward(judge: str, judge_address, reporter, clock: RewardClock, wait_
 
     def ask(messages) -> str:
         deadline = time.monotonic() + wait_s
-        problem = "it is not READY"
+        problem = reasons.JUDGE_NOT_READY
         while True:
             target = judge_address(judge) if judge_address else None  # judges.JudgeTarget
             if target:
                 try:
                     return ask_judge(target.address, messages, model=target.model, session=session,
                                      api_key=getattr(target, "api_key", None))
-                except requests.RequestException as exc:
-                    problem = f"{type(exc).__name__}: {exc}"
+                except requests.Timeout:
+                    problem = reasons.JUDGE_TIMED_OUT
+                except requests.HTTPError as exc:
+                    problem = reasons.judge_answered_error(getattr(exc.response, "status_code", None))
+                except requests.RequestException:  # a refused or dropped connection, a broken answer
+                    problem = reasons.JUDGE_CONNECTION_FAILED
             if time.monotonic() >= deadline:
-                raise RuntimeError(reasons.grpo_judge_unreachable(judge, wait_s, problem))
+                raise WorkFailed(reasons.grpo_judge_unreachable(judge, wait_s, problem))
             time.sleep(JUDGE_RETRY_S)
 
     def reward(prompts, completions, **kwargs) -> list[float]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row
 from shared import reasons
-from shared.errors import ValidationFailed
+from shared.errors import ValidationFailed, WorkFailed
 from shared.images import data_url, decode_data_url, image_count, image_parts, part_url
 from shared.serving.image_inputs import SEQUENCE_EXTRAS, encode, message_images, pixel_inputs
 
@@ -42,11 +42,9 @@ def image_chat_row(processor, messages: list[dict[str, Any]], *, train_on_prompt
     masked = chat_row(processor.tokenizer, messages, train_on_prompt=train_on_prompt,
                       conversation=lambda ms: tokens(ms, False), prompt=lambda ms: tokens(ms, True))
     if masked["input_ids"] != whole["input_ids"]:
-        raise RuntimeError("the processor tokenized one conversation two ways")
+        raise WorkFailed(reasons.PROCESSOR_TOKENIZED_TWO_WAYS)
     if len(whole["input_ids"]) > max_length:
-        raise ValidationFailed(reasons.image_row_too_long(line=line, tokens=len(whole["input_ids"]),
-                                                          max_length=max_length),
-                               details={"line": line, "field": "hyperparameters.maxSeqLength"})
+        raise WorkFailed(reasons.image_row_too_long(line=line, tokens=len(whole["input_ids"]), max_length=max_length))
     row = {"input_ids": whole["input_ids"],
            "labels": [t if m else IGNORED for t, m in zip(whole["input_ids"], masked["assistant_masks"])],
            IMAGE_DATA: [decode_data_url(part_url(p)) for m in messages for p in image_parts(m.get("content"))]}

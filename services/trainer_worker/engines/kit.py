@@ -144,8 +144,8 @@ def restore_phrase(restored: RestorePlan | None) -> str:
         return ""
     step = restored.manifest["step"]
     if restored.checkpoint is not None:
-        return f", continuing the training state of step {step} (layout {restored.manifest['layout']})"
-    return f", over the adapter of step {step} (layout {restored.manifest['layout']}) with a fresh optimizer"
+        return reasons.restore_continuing(step, restored.manifest["layout"])
+    return reasons.restore_over_adapter(step, restored.manifest["layout"])
 
 
 def _inherited_model(model, restored: RestorePlan, plan: TrainingPlan, reporter: Reporter):
@@ -174,8 +174,8 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
     tokenizer = load_tokenizer(job.model_dir)
     model = load_causal_lm(job.model_dir, plan.precision, device=_device(job))
     # where a run's start-up goes (bench/platform_overhead.py reads it): the model apart from the data
-    reporter.event(f"loaded {plan.model} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
-                   f"{plan.precision}) in {time.monotonic() - started:.1f}s")
+    reporter.event(reasons.model_loaded(plan.model, sum(p.numel() for p in model.parameters()) / 1e6,
+                                        plan.precision, time.monotonic() - started))
     if restored is not None:
         model = _inherited_model(model, restored, plan, reporter)
     return restored, tokenizer, model
@@ -335,9 +335,9 @@ class ReporterCallback:
             # data position): on_save publishes it as the snapshot the run resumes from.
             self.paused = True
             control.should_save = True
-            self.reporter.event(f"pausing at step {state.global_step}: writing a snapshot with training state")
+            self.reporter.event(reasons.pausing_at(state.global_step))
         else:
-            self.reporter.event(f"stopping at step {state.global_step}: the run was cancelled")
+            self.reporter.event(reasons.stopping_cancelled_at(state.global_step))
 
     def step_point(self, state, logs: dict[str, Any]) -> dict[str, Any]:
         """The metrics every engine reports for a step, from the Trainer's log of it."""

@@ -31,7 +31,10 @@ from typing import Any
 
 import requests
 
+from services.trainer_worker.engines.child_logs import last_error
+from shared import reasons
 from shared.child_env import child_env, die_with_parent, with_python_path
+from shared.errors import WorkFailed
 from shared.load_spec import LoadSpec, model_generation_config
 from shared.plans import TrainingPlan
 
@@ -172,18 +175,15 @@ class RolloutServer:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the rollout server exited with {self.proc.returncode}: {self.log_tail()}")
+                raise WorkFailed(reasons.rollout_server_ended(reasons.how_it_ended(self.proc.returncode),
+                                                              last_error(self.work_dir / "server.log")))
             try:
                 if requests.get(f"{self.base_url}/health", timeout=1).status_code == 200:
                     return
             except requests.RequestException:
                 pass
             time.sleep(0.1)
-        raise TimeoutError(f"the rollout server did not answer within {READY_TIMEOUT_S:.0f}s: {self.log_tail()}")
-
-    def log_tail(self, lines: int = 20) -> str:
-        path = self.work_dir / "server.log"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+        raise WorkFailed(reasons.rollout_server_not_ready(READY_TIMEOUT_S, last_error(self.work_dir / "server.log")))
 
     def _initial_policy(self, peft_model, step: int) -> tuple[str, Path | None]:
         """The model name rollouts start with, and the adapter directory the server loads at start
@@ -230,7 +230,7 @@ class RolloutServer:
         response = requests.post(f"{self.base_url}{path}", json=body, timeout=REQUEST_TIMEOUT_S,
                                  headers={"Authorization": f"Bearer {self.api_key}"})
         if response.status_code != 200:
-            raise RuntimeError(f"the rollout server answered {path} with {response.status_code}: {response.text[:500]}")
+            raise WorkFailed(reasons.rollout_server_refused(path, response.status_code, response.text[:500]))
         return response
 
     def sample(self, prompts: list[list[int]], *, n: int, max_tokens: int, temperature: float,
@@ -248,8 +248,7 @@ class RolloutServer:
             body["seed"] = seed
         choices = sorted(self._post("/v1/completions", body).json()["choices"], key=lambda c: c["index"])
         if len(choices) != n * len(prompts):
-            raise RuntimeError(f"the rollout server answered {len(choices)} completions for {len(prompts)} "
-                               f"prompt(s) x {n}")
+            raise WorkFailed(reasons.rollout_server_short(answered=len(choices), prompts=len(prompts), n=n))
         return [[list(c["token_ids"]) for c in choices[i * n:(i + 1) * n]] for i in range(len(prompts))]
 
     def sample_chat(self, messages: list[dict[str, Any]], *, n: int, max_tokens: int, temperature: float,

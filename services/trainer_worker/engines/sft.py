@@ -47,8 +47,9 @@ from services.trainer_worker.engines.kit import (
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, completion_row, trained_tokens
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
 from services.trainer_worker.engines.sharding import sharded_trainer, shards
+from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows
-from shared.errors import ValidationFailed
+from shared.errors import WorkFailed
 from shared.models import load_processor
 from shared.plans import TrainingPlan
 
@@ -63,14 +64,11 @@ def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
         elif row.format == COMPLETION:
             rows.append({"prompt": row.fields["prompt"], "completion": row.fields["completion"]})
         else:
-            raise ValidationFailed(
-                f"dataset line {row.line} has neither messages nor prompt and completion",
-                details={"line": row.line},
-            )
+            raise WorkFailed(reasons.dataset_line_not_sft(row.line))
     if not rows:
-        raise ValidationFailed("the dataset has no rows")
+        raise WorkFailed(reasons.DATASET_EMPTY)
     if len({tuple(sorted(r)) for r in rows}) > 1:
-        raise ValidationFailed("the dataset mixes messages rows with prompt and completion rows")
+        raise WorkFailed(reasons.DATASET_FORMATS_MIXED)
     return rows
 
 
@@ -158,16 +156,15 @@ def packed(rows: list[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
 def loss_phrase(rows: list[dict[str, Any]], *, train_on_prompt: bool) -> str:
     """What the loss is taken over, for the run's first event."""
     if train_on_prompt:
-        return "the loss over every token (trainOnPrompt)"
+        return reasons.LOSS_EVERY_TOKEN
     if rows and "assistant_masks" in rows[0]:
         total = sum(len(row["input_ids"]) for row in rows)
-        return f"the loss over the assistant turns ({sum(map(trained_tokens, rows))} of {total} tokens)"
+        return reasons.loss_assistant_turns(sum(map(trained_tokens, rows)), total)
     if rows and IMAGE_DATA in rows[0]:
         total = sum(len(row["input_ids"]) for row in rows)
         trained = sum(label != IGNORED for row in rows for label in row["labels"])
-        images = sum(len(row[IMAGE_DATA]) for row in rows)
-        return f"the loss over the assistant turns ({trained} of {total} tokens, {images} images)"
-    return "the loss over the completions"
+        return reasons.loss_assistant_turns(trained, total, images=sum(len(row[IMAGE_DATA]) for row in rows))
+    return reasons.LOSS_COMPLETIONS
 
 
 def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
@@ -220,14 +217,11 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     )), job)
     if packing:
         use_packed_masks(trainer.model)
-    reporter.event(
-        f"training {plan.model} on {len(rows)} rows on {', '.join(job.devices)}, "
-        + (f"packed into {len(dataset)} sequences of at most {args.max_length} tokens, " if packing else "")
-        + (f"validating on {len(validation_rows)} rows, " if validation_rows else "")
-        + f"{args.per_device_train_batch_size} {'sequence' if packing else 'row'}(s) per device per micro-batch, "
-        + loss_phrase(rows, train_on_prompt=train_on_prompt)
-        + restore_phrase(restored)
-    )
+    reporter.event(reasons.sft_started(
+        model=plan.model, rows=len(rows), devices=job.devices, packed=len(dataset) if packing else None,
+        max_length=args.max_length, validation_rows=len(validation_rows or []),
+        per_device=args.per_device_train_batch_size, loss=loss_phrase(rows, train_on_prompt=train_on_prompt),
+        restore=restore_phrase(restored)))
     if why:
         reporter.event(why)
     trainer.train(resume_from_checkpoint=restored.resume_from if restored else None)

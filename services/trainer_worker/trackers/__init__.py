@@ -83,5 +83,5 @@ class Trackers:
             action()
             return True
         except Exception as exc:  # noqa: BLE001 - a tracker never fails the run it tracks
-            self.warn(reasons.tracker_failed(name, what, f"{type(exc).__name__}: {exc}"))
+            self.warn(reasons.tracker_failed(name, what, reasons.error_text(exc)))
             return False

@@ -9,7 +9,7 @@ import pytest
 
 from shared import reasons
 from shared.claims.queue import ClaimQueue
-from shared.errors import Conflict, Unprocessable, ValidationFailed
+from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.states import ClaimState
 from shared.store import connect
 
@@ -130,8 +130,9 @@ def test_claims_that_could_never_be_granted_are_refused(queue):
         queue.submit(kind="endpoint", resource_id="ep-1", pool="gpu", gpus=3, workload="endpoints")
     assert over_quota.value.message == reasons.gpus_exceed_quota(gpus=3, workload="endpoints", pool="gpu", quota_gpus=2,
                                                                  kind="endpoint")
-    with pytest.raises(ValidationFailed):
+    with pytest.raises(NotFound) as unknown:  # the one sentence and status of an unknown pool (fits.py)
         submit(queue, pool="nowhere")
+    assert unknown.value.message == reasons.pool_unknown("nowhere")
     with pytest.raises(ValidationFailed):
         submit(queue, gpus=0)
     assert queue.waiting("gpu") == []

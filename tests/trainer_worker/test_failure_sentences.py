@@ -1,0 +1,85 @@
+"""A run that fails says why in words, never with a Python class name (issue 28): whatever its work
+raised, `execution.execute` (called as the Celery task calls it, on real Redis, its claim granted and
+dispatched by the scheduler's own code) ends it FAILED with one plain sentence (shared/errors.WorkFailed).
+The evaluations' failure paths: tests/trainer_worker/test_evaluation_job.py. Every test's details
+and events are also looked through for class names as its keys are deleted (tests/conftest.py).
+
+The one stand-in: `_run_engine` is replaced by a function that raises what an engine may raise; it
+trains nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.scheduler.dispatch import dispatch_granted
+from services.trainer_worker import execution
+from shared import reasons
+from shared.claims.queue import ClaimQueue
+from shared.errors import ValidationFailed, WorkFailed
+from shared.ids import Kind, new_id
+from tests.claim_fixtures import RecordingSender
+from tests.conftest import mark_nodes_alive
+from tests.user_text import class_names_in
+
+
+class OutOfMemoryError(RuntimeError):
+    """Named as torch's is: the name must not reach the user, its words must."""
+
+
+@pytest.fixture
+def worker(config):
+    worker = execution.Worker(config, "local")
+    mark_nodes_alive(worker.redis, worker.keys, config)  # the grant pass grants only on live nodes
+    return worker
+
+
+@pytest.fixture
+def granted(worker, config):
+    def make() -> tuple[str, dict]:
+        run_id = new_id(Kind.RUN)
+        worker.store.create({"id": run_id, "kind": "run", "status": "QUEUED", "workload": "runs", "pool": "default",
+                             "gpus": 1, "scheduling": None, "plan": {}, "attempts": 0, "cancelRequested": False,
+                             "progress": {"step": 0}})
+        queue = ClaimQueue(worker.redis, worker.keys, config=config)
+        claim = queue.submit(kind="run", resource_id=run_id, pool="default", gpus=1, workload="runs")
+        queue.grant_pass(config, "default")
+        dispatch_granted(queue=queue, store=worker.store, celery_app=RecordingSender(), config=config)
+        return run_id, queue.get(claim["id"])
+
+    return make
+
+
+@pytest.mark.parametrize(("raised", "sentence"), [
+    (WorkFailed(reasons.rank_failed(rank=1, world=2, how="was killed by SIGKILL")),
+     "rank 1 of 2 was killed by SIGKILL; the other ranks were stopped"),
+    (ValidationFailed("rewards.0.threshold: reward function exact_match takes no parameter threshold"),
+     "rewards.0.threshold: reward function exact_match takes no parameter threshold"),
+    (OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+     "CUDA out of memory. Tried to allocate 2.00 GiB (the worker did not foresee this error; its log has the "
+     "traceback)"),
+    (KeyError("learningRate"),
+     "no key 'learningRate' where one was looked up (the worker did not foresee this error; its log has the "
+     "traceback)"),
+    (AssertionError(),
+     "an error that gave no message (the worker did not foresee this error; its log has the traceback)"),
+])
+def test_a_failed_run_says_why_in_words(worker, granted, monkeypatch, raised, sentence):
+    def engine(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(execution, "_run_engine", engine)
+    run_id, claim = granted()
+    assert execution.execute(worker, "run", run_id, claim["id"]) == "FAILED"
+    run = worker.store.get(run_id)
+    assert run["detail"] == reasons.run_failed(sentence) == f"training failed: {sentence}"
+    events = [e["message"] for e in worker.store.events(run_id)]
+    assert events[-1] == run["detail"]
+    assert [text for text in [run["detail"], *events] if class_names_in(text)] == []
+    assert worker.claims().get(claim["id"])["state"] == "RELEASED"
+
+
+def test_the_class_name_test_sees_class_names():
+    assert class_names_in("evaluation failed: ValidationFailed: rewards.0.threshold: ...") == ["ValidationFailed"]
+    assert class_names_in("training failed: torch.OutOfMemoryError: CUDA out of memory") == ["OutOfMemoryError"]
+    assert class_names_in("training failed: RewardCallFailed: step 3: reward r failed") == ["RewardCallFailed"]
+    assert class_names_in("rank 1 of 2 was killed by SIGKILL; the other ranks were stopped") == []
