@@ -122,8 +122,9 @@ def _same_format(validation: Mapping[str, Any], dataset: Mapping[str, Any]) -> N
 def _pool(plan: TrainingPlan, facts: PlanFacts) -> Pool:
     pool = facts.pool(plan.execution.pool)
     if pool is None:
-        raise ValidationFailed(reasons.pool_unknown(plan.execution.pool),
-                               details={"field": "execution.pool", "pools": facts.pool_names()})
+        # 404, as every request naming a pool the deployment lacks (shared/claims/fits.py pool_named)
+        raise NotFound(reasons.pool_unknown(plan.execution.pool),
+                       details={"field": "execution.pool", "pool": plan.execution.pool, "pools": facts.pool_names()})
     return pool
 
 

@@ -86,7 +86,8 @@ def test_unknown_ids_are_404(client, admin, dataset):
     resp = client.post("/v1/runs", headers=admin, json=plan(dataset, model="nope/nope"))
     assert resp.status_code == 404 and resp.json["error"]["message"] == "model nope/nope is not in this deployment's catalog"
     resp = client.post("/v1/runs", headers=admin, json=plan(dataset, execution={"pool": "nowhere"}))
-    assert resp.status_code == 400 and resp.json["error"]["message"] == "pool nowhere does not exist in this deployment"
+    assert resp.status_code == 404 and resp.json["error"]["message"] == "pool nowhere does not exist in this deployment"
+    assert resp.json["error"]["details"] == {"field": "execution.pool", "pool": "nowhere", "pools": ["default", "big"]}
     assert client.get("/v1/runs/run-nope", headers=admin).status_code == 404
     assert client.delete("/v1/runs/run-nope", headers=admin).status_code == 404
     assert client.get("/v1/nothing-here", headers=admin).json["error"]["code"] == "not_found"

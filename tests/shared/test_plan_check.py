@@ -105,9 +105,9 @@ def test_the_validation_dataset_holds_rows_of_the_training_format():
 
 def test_an_unknown_pool_is_named_with_the_pools_there_are():
     refused = refusal(replace(plan(), execution=replace(plan().execution, pool="gpu")))
-    assert isinstance(refused, ValidationFailed) and refused.status == 400
+    assert isinstance(refused, NotFound) and refused.status == 404  # as every request naming an unknown pool
     assert refused.message == reasons.pool_unknown("gpu") == "pool gpu does not exist in this deployment"
-    assert refused.details == {"field": "execution.pool", "pools": ["default"]}
+    assert refused.details == {"field": "execution.pool", "pool": "gpu", "pools": ["default"]}
 
 
 def test_a_run_past_its_workloads_quota():
