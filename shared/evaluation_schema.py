@@ -28,8 +28,8 @@ class EvaluationCreateSchema(Schema):
     pool = fields.String(load_default=None, allow_none=True,
                          metadata={"description": "pool to queue in; default: the deployment's default pool"})
     judge = fields.String(load_default=None, allow_none=True,
-                          metadata={"description": "an endpoint id whose answer to each (prompt, completion) is "
-                                                   "parsed as a score"})
+                          metadata={"description": "an endpoint (its id, or the name of a live endpoint) whose "
+                                                   "answer to each (prompt, completion) is parsed as a score"})
     workload = fields.String(load_default=None, allow_none=True, validate=_WORKLOAD,
                              metadata={"description": "the quota group it counts against (default: evaluations)"})
     rewards = fields.List(fields.Nested(RewardSchema), load_default=None, allow_none=True,

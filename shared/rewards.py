@@ -1,7 +1,8 @@
 """Reward functions (SPEC 4) and the judge protocol, shared by reinforcement runs and evaluations.
 
 A reward is one entry of a plan's `grpo.rewards` (or an evaluation's `rewards`): either
-`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT_ID, weight}`.
+`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT, weight}` (an endpoint's id, or a
+live endpoint's name: shared/judges.py).
 
 Built-in functions, each `(completion, row, **parameters) -> float | None`:
 
@@ -126,8 +127,8 @@ def load_registered(reference: str) -> RewardFunction:
 
 
 def reward_key(rewards: list[Mapping[str, Any]], index: int) -> str:
-    """The name a reward's metrics go under: the function name, or `judge:ENDPOINT_ID`; a name used
-    twice in one list gets `#N` (its 1-based place) after it."""
+    """The name a reward's metrics go under: the function name, or `judge:ENDPOINT` (as the entry
+    names it); a name used twice in one list gets `#N` (its 1-based place) after it."""
     def base(entry: Mapping[str, Any]) -> str:
         return entry["function"] if entry.get("function") else f"judge:{entry.get('judge')}"
 

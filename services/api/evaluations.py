@@ -19,25 +19,17 @@ from shared.datasets import TEXT
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from shared.evaluation_schema import parse_evaluation
 from shared.ids import Kind, new_id
+from shared.judges import accept_judge, find_judge
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.resolver import refuse_the_dataset_modality
 from shared.rewards import check_rewards
-from shared.states import EndpointPhase, EvaluationStatus
+from shared.states import EvaluationStatus
 
 
 def visible_snapshot(context: Context, snapshot_id: str, who: Principal, field: str) -> dict[str, Any]:
     doc = context.store.get(snapshot_id)
     if doc is None or doc.get("kind") != "snapshot" or not who.may_use(doc.get("workload", "")):
         raise NotFound(reasons.evaluated_snapshot_unknown(snapshot_id), details={"field": field, "id": snapshot_id})
-    return doc
-
-
-def _judge(context: Context, judge: str, who: Principal) -> dict[str, Any]:
-    doc = context.store.get(judge)
-    if doc is None or doc.get("kind") != "endpoint" or not who.may_use(doc.get("workload", "")):
-        raise NotFound(reasons.evaluation_judge_unknown(judge), details={"field": "judge"})
-    if EndpointPhase(doc["phase"]).is_terminal:
-        raise Unprocessable(reasons.evaluation_judge_ended(judge, doc["phase"]), details={"field": "judge"})
     return doc
 
 
@@ -63,8 +55,10 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
             raise Unprocessable(reasons.evaluation_other_model(snapshot_id=snap["id"], snapshot_model=snap["model"],
                                                                model=spec["model"]), details={"field": "snapshot"})
         require_intact(context, snap, "weights", field="snapshot")  # not after it got GPUs
-    if spec["judge"]:
-        _judge(context, spec["judge"], who)
+    judge_workloads: dict[str, str] = {}
+    if spec["judge"]:  # its id, or a live endpoint's name, found and refused as a grpo run's judges are
+        found = find_judge(context.store, spec["judge"], workloads=who.name_scope)
+        judge_workloads[spec["judge"]] = accept_judge(found, spec["judge"], field="judge")
     try:
         check_rewards(spec["rewards"] or [], registered=getattr(context.config, "reward_functions", None),
                       field_prefix="rewards")
@@ -78,7 +72,8 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
         "model": spec["model"], "snapshot": spec["snapshot"],
         "run": (snap or {}).get("run"), "step": (snap or {}).get("step"),
         "dataset": dataset["id"], "datasetDigest": dataset["digest"], "datasetFormat": dataset["format"],
-        "gpus": spec["gpus"], "pool": pool_name, "judge": spec["judge"], "rewards": spec["rewards"],
+        "gpus": spec["gpus"], "pool": pool_name, "judge": spec["judge"],
+        "judgeWorkloads": judge_workloads, "rewards": spec["rewards"],
         "maxTokens": spec["maxTokens"], "comparison": None,
         "progress": {"rows": 0, "totalRows": dataset.get("rows")},
         "metrics": None, "results": None,

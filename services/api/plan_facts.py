@@ -15,7 +15,7 @@ from services.api.branches import readable_of, snapshot_for
 from services.api.context import Context
 from services.api.datasets import visible_dataset
 from shared.config import Pool
-from shared.endpoint_names import find_endpoint
+from shared.judges import find_judge
 from shared.plans import TrainingPlan
 from shared.snapshot_files import damage_of
 
@@ -51,8 +51,7 @@ class RunPlanFacts:
         return self.context.config.reward_functions
 
     def judge(self, name: str) -> dict[str, Any] | None:
-        doc = find_endpoint(self.context.store, name, workloads=self.who.name_scope)
-        return doc if doc is not None and self.who.may_use(doc.get("workload", "")) else None
+        return find_judge(self.context.store, name, workloads=self.who.name_scope)
 
     def model(self) -> dict[str, Any]:
         catalog = self.context.catalog

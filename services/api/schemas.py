@@ -520,6 +520,8 @@ INTERNAL_FIELDS: dict[type[Schema], dict[str, str]] = {
     EvaluationSchema: {
         "fence": "the fencing number of the worker's lease (services/trainer_worker/lease.py)",
         "datasetFormat": "its dataset's format, copied at creation; nothing reads it",
+        "judgeWorkloads": "the workload its judge was found in at submission; its worker looks a judge's name "
+                          "up there only",
     },
     EndpointSchema: {
         "failed": "the fact its phase FAILED is derived from (shared/lifecycle/endpoints.py); the phase says it",

@@ -30,13 +30,13 @@ from shared.catalog import Catalog
 from shared.claims.queue import ClaimQueue
 from shared.config import DeploymentConfig
 from shared.errors import ValidationFailed
+from shared.judges import judge_in_use
 from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.endpoints import idle_expired, process_lost
 from shared.load_spec import LoadSpec, load_spec_for
-from shared.plans import TrainingPlan
 from shared.snapshot_files import damage_of
-from shared.states import EndpointPhase, EvaluationStatus, RunStatus
+from shared.states import EndpointPhase
 from shared.store import Store
 from shared.times import now_iso
 
@@ -50,35 +50,6 @@ if not holder then return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) and
 return 0
 """
 _LET_GO = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
-
-
-def uses_judge(run: dict[str, Any], endpoint: dict[str, Any]) -> bool:
-    """True when a run that has not ended names the endpoint (id or name) as a judge reward."""
-    try:
-        if RunStatus(run.get("status")).is_terminal:
-            return False
-    except ValueError:
-        return False
-    judges = TrainingPlan.from_dict(run["plan"]).judges
-    scopes = run.get("judgeWorkloads") or {}
-
-    def names_it(judge: Any) -> bool:
-        if judge == endpoint["id"]:
-            return True
-        # a name: in the workload the run's judge was found in (names are per workload)
-        return judge == endpoint.get("name") and scopes.get(judge, endpoint.get("workload")) == endpoint.get("workload")
-
-    return any(names_it(judge) for judge in judges)
-
-
-def judges_evaluation(evaluation: dict[str, Any], endpoint: dict[str, Any]) -> bool:
-    """True when an evaluation that has not ended scores with the endpoint (id or name) as its judge."""
-    try:
-        if EvaluationStatus(evaluation.get("status")).is_terminal:
-            return False
-    except ValueError:
-        return False
-    return evaluation.get("judge") in {endpoint["id"], endpoint.get("name")} - {None}
 
 
 class EndpointManager:
@@ -193,10 +164,7 @@ class EndpointManager:
     def _judge_in_use(self, doc: dict[str, Any], now: float) -> bool:
         checked_at, in_use = self._judges.get(doc["id"], (0.0, False))
         if now - checked_at >= JUDGE_CHECK_EVERY_S:
-            runs, _ = self.store.list("run", where=lambda run: uses_judge(run, doc), limit=1)
-            evaluations = [] if runs else self.store.list(
-                "eval", where=lambda evaluation: judges_evaluation(evaluation, doc), limit=1)[0]
-            in_use = bool(runs or evaluations)
+            in_use = judge_in_use(self.store, doc)
             self._judges[doc["id"]] = (now, in_use)
         return in_use
 

@@ -23,6 +23,7 @@ from shared import reasons
 from shared.artifacts import dataset_key, evaluation_rows_key, join
 from shared.datasets import read_rows
 from shared.errors import WorkFailed
+from shared.judges import JudgeAddresses, JudgeNotReady, wait_until_ready
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.redis_retry import unreachable
 from shared.rewards import check_rewards
@@ -133,38 +134,32 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
     return outcome.value
 
 
-def _judge(worker, judge_id: str | None, reporter: EvaluationReporter):
-    """`(prompt, completion, row) -> answer` asking the judge endpoint, or None without one.
+def _judge(worker, doc: dict[str, Any], reporter: EvaluationReporter):
+    """`(prompt, completion, row) -> answer` asking the evaluation's judge endpoint (its id, or a
+    live endpoint's name in the workload the API found it in), or None without one.
 
     A judge still QUEUED or STARTING (created together with the evaluation, or restarting after a
     lost process) is waited for, up to JUDGE_WAIT_S; one that has ended or does not exist, or is
     not READY by then, fails the evaluation with its sentence. Its address is read once it is READY.
     """
-    if not judge_id:
+    ref = doc.get("judge")
+    if not ref:
         return None
     from shared import rewards
 
-    deadline = time.monotonic() + JUDGE_WAIT_S
-    announced = False
-    while True:
-        endpoint = worker.store.get(judge_id) or {}
-        phase = endpoint.get("phase") or "gone"
-        if phase == "READY" and endpoint.get("address"):
-            break
-        if phase not in ("QUEUED", "STARTING", "READY") or time.monotonic() >= deadline or reporter.should_stop():
-            raise WorkFailed(reasons.evaluation_judge_not_ready(judge_id, phase))
-        if not announced:
-            reporter.event(reasons.evaluation_waits_for_judge(judge_id, phase, JUDGE_WAIT_S))
-            announced = True
-        time.sleep(JUDGE_POLL_S)
-    address = endpoint["address"].rstrip("/")
-    model = endpoint.get("adapterName") or endpoint.get("servedModel")
-    api_key = (endpoint.get("process") or {}).get("apiKey")  # its serving process's secret
+    judges = JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,
+                            workloads=dict(doc.get("judgeWorkloads") or {}), _store=worker.store)
+    try:
+        target = wait_until_ready(
+            judges.find, ref, wait_s=JUDGE_WAIT_S, poll_s=JUDGE_POLL_S, should_stop=reporter.should_stop,
+            on_wait=lambda phase: reporter.event(reasons.evaluation_waits_for_judge(ref, phase, JUDGE_WAIT_S)))
+    except JudgeNotReady as exc:
+        raise WorkFailed(reasons.evaluation_judge_not_ready(ref, exc.phase)) from None
 
     def ask(prompt: Any, completion: str, row: dict[str, Any]) -> str | None:
         try:
-            return rewards.ask_judge(address, rewards.judge_messages(prompt, completion, row), model=model,
-                                     api_key=api_key)
+            return rewards.ask_judge(target.address, rewards.judge_messages(prompt, completion, row),
+                                     model=target.model, api_key=target.api_key)
         except Exception:  # unreachable, or an error answer: recorded as a row without a judge score
             return None
 
@@ -188,7 +183,7 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     check_rewards(doc.get("rewards") or [], registered=getattr(worker.config, "reward_functions", None),
                   field_prefix="rewards", imported=True)
     try:
-        judge = _judge(worker, doc.get("judge"), reporter)
+        judge = _judge(worker, doc, reporter)
     except WorkFailed as exc:  # the judge's own sentence is the detail, without "evaluation failed: "
         reporter.event(exc.sentence, level="error")
         return EvaluationStatus.FAILED, None, None, exc.sentence

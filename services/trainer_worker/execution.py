@@ -272,7 +272,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
     use_granted_devices(worker, devices)
     from services.trainer_worker.engines import train
     from services.trainer_worker.engines.base import TrainingJob
-    from services.trainer_worker.judges import JudgeAddresses
+    from shared.judges import JudgeAddresses
     from shared.models import model_dir_for
 
     plan = TrainingPlan.from_dict(run["plan"])

@@ -24,12 +24,12 @@ from shared import reasons
 from shared.config import Pool
 from shared.datasets import TEXT
 from shared.engines import EngineSpec
+from shared.judges import accept_judge
 from shared.errors import NotFound, Unprocessable, ValidationFailed
 from shared.plans.schema import MAX_STEPS
 from shared.plans.training_plan import TrainingPlan
 from shared.resolver import refuse_the_dataset_modality, resolve
 from shared.rewards import check_rewards
-from shared.states import EndpointPhase
 
 WEIGHTS, TRAINING_STATE = "weights", "trainingState"
 
@@ -157,18 +157,9 @@ def _grpo_settings(plan: TrainingPlan, facts: PlanFacts) -> dict[str, str]:
     if batch % generations:
         raise ValidationFailed(reasons.grpo_batch_not_a_multiple(batch_size=batch, generations=generations),
                                details={"field": "hyperparameters.batchSize"})
-    return {reward.judge: _judge(facts, reward.judge, field=f"grpo.rewards.{i}.judge")
+    # a judge is an endpoint the caller may use, not ended (refused as an evaluation's judge is)
+    return {reward.judge: accept_judge(facts.judge(reward.judge), reward.judge, field=f"grpo.rewards.{i}.judge")
             for i, reward in enumerate(grpo.rewards) if reward.judge}
-
-
-def _judge(facts: PlanFacts, judge: str, *, field: str) -> str:
-    """A judge is an endpoint the caller may use, not ended; returns its workload."""
-    doc = facts.judge(judge)
-    if doc is None:
-        raise NotFound(reasons.evaluation_judge_unknown(judge), details={"field": field})
-    if EndpointPhase(doc["phase"]).is_terminal:
-        raise Unprocessable(reasons.evaluation_judge_ended(judge, doc["phase"]), details={"field": field})
-    return doc["workload"]
 
 
 # --- The model and the length of the run

@@ -157,7 +157,7 @@ class HyperparametersSchema(Schema):
 
 
 class RewardSchema(Schema):
-    """`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT_ID, weight}`. Every other key is
+    """`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT, weight}`. Every other key is
     a parameter of the function, kept as given: which ones a function takes is checked by
     `shared.rewards.check_rewards`, which knows the deployment's registered functions. Here they need
     only be JSON values, since the plan stores them. The built-in functions' parameters are declared
@@ -167,7 +167,7 @@ class RewardSchema(Schema):
         unknown = INCLUDE
 
     function = fields.String(load_default=None, allow_none=True, metadata={"description": "reward function name"})
-    judge = fields.String(load_default=None, allow_none=True, metadata={"description": "judge endpoint id"})
+    judge = fields.String(load_default=None, allow_none=True, metadata={"description": "judge endpoint: its id, or the name of a live endpoint"})
     weight = JsonNumber(load_default=1.0, validate=validate.Range(min=-1_000_000, max=1_000_000),
                           metadata={"description": "what this reward counts for in the total (-1000000 to 1000000, "
                                                    "so the weighted sum stays a finite float)"})

@@ -22,14 +22,6 @@ def evaluation_other_model(*, snapshot_id: str, snapshot_model: str, model: str)
     return f"snapshot {snapshot_id} holds an adapter of {snapshot_model}, and this evaluation scores {model}"
 
 
-def evaluation_judge_unknown(judge: str) -> str:
-    return f"judge {judge} is not an endpoint of this deployment; `training endpoints get` lists them"
-
-
-def evaluation_judge_ended(judge: str, phase: str) -> str:
-    return f"judge endpoint {judge} is {phase}; start another endpoint to judge with"
-
-
 def evaluation_waits_for_judge(judge: str, phase: str, wait_s: float) -> str:
     """Event of an evaluation whose judge endpoint is not READY yet when scoring would begin."""
     return f"waiting up to {wait_s:.0f}s for judge endpoint {judge} ({phase}) to be READY"

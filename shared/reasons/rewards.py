@@ -8,6 +8,17 @@ from __future__ import annotations
 import json
 
 
+def judge_unknown(judge: str) -> str:
+    """A grpo reward's judge or an evaluation's `judge` (an id, or a live endpoint's name) that names
+    no endpoint the caller may use (shared/judges.py)."""
+    return f"judge {judge} is not an endpoint of this deployment; `training endpoints get` lists them"
+
+
+def judge_ended(judge: str, phase: str) -> str:
+    """A judge named at submission whose endpoint has ended (shared/judges.py)."""
+    return f"judge endpoint {judge} is {phase}; start another endpoint to judge with"
+
+
 def grpo_judge_unparsable(judge: str, count: int, step: int) -> str:
     """Warn event of a GRPO step in which a judge answered some completions with no number."""
     return f"judge endpoint {judge} answered {count} completion(s) of step {step} with no score in 0..10; they score 0"

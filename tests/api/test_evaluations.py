@@ -112,6 +112,22 @@ def test_a_judge_that_has_stopped_is_refused(client, admin, dataset):
         f"judge endpoint {judge['id']} is TERMINATED; start another endpoint to judge with")
 
 
+def test_a_judge_is_named_by_id_or_by_a_live_endpoints_name_as_in_a_grpo_plan(client, admin, app, dataset):
+    judge = client.post("/v1/endpoints", headers=admin, json={"model": "builtin/tiny-qwen3", "name": "grader"}).json
+    for ref in (judge["id"], "grader"):
+        resp = create(client, admin, dataset, judge=ref)
+        assert resp.status_code == 201, resp.json
+        stored = app.extensions["trainer"].store.get(resp.json["id"])
+        # its worker looks the name up in that workload only, as a grpo run's does
+        assert (stored["judge"], stored["judgeWorkloads"]) == (ref, {ref: judge["workload"]})
+    client.delete(f"/v1/endpoints/{judge['id']}", headers=admin)
+    resp = create(client, admin, dataset, judge="grader")  # no live endpoint has that name any more
+    assert resp.status_code == 404 and resp.json["error"]["details"]["field"] == "judge"
+    assert resp.json["error"]["message"] == reasons.judge_unknown("grader")
+    resp = create(client, admin, dataset, judge=judge["id"])
+    assert resp.status_code == 422 and resp.json["error"]["message"] == reasons.judge_ended(judge["id"], "TERMINATED")
+
+
 def test_cancel_while_queued_releases_the_claim(client, admin, app, dataset):
     ev = create(client, admin, dataset).json
     done = client.delete(f"/v1/evaluations/{ev['id']}", headers=admin).json

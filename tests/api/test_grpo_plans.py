@@ -93,7 +93,7 @@ def test_a_pattern_that_backtracks_for_ever_in_python_is_taken(client, admin, pr
 def test_judges_must_be_endpoints_that_have_not_ended(client, admin, prompts):
     resp = client.post("/v1/runs", headers=admin, json=grpo_plan(prompts, rewards=[{"judge": "ep-nowhere"}]))
     assert resp.status_code == 404
-    assert resp.json["error"]["message"] == reasons.evaluation_judge_unknown("ep-nowhere")
+    assert resp.json["error"]["message"] == reasons.judge_unknown("ep-nowhere")
     assert resp.json["error"]["details"]["field"] == "grpo.rewards.0.judge"
     judge = client.post("/v1/endpoints", headers=admin, json={"model": "builtin/tiny-qwen3", "name": "grader"}).json
     for name in (judge["id"], "grader"):  # by id, or by the name of a live endpoint
@@ -103,7 +103,7 @@ def test_judges_must_be_endpoints_that_have_not_ended(client, admin, prompts):
     client.delete(f"/v1/endpoints/{judge['id']}", headers=admin)
     resp = client.post("/v1/runs", headers=admin, json=grpo_plan(prompts, rewards=[{"judge": judge["id"]}]))
     assert resp.status_code == 422 and resp.json["error"]["details"]["field"] == "grpo.rewards.0.judge"
-    assert resp.json["error"]["message"] == reasons.evaluation_judge_ended(judge["id"], "TERMINATED")
+    assert resp.json["error"]["message"] == reasons.judge_ended(judge["id"], "TERMINATED")
     resp = client.post("/v1/runs", headers=admin, json=grpo_plan(prompts, rewards=[{"judge": "grader"}]))
     assert resp.status_code == 404  # no live endpoint has that name any more
 

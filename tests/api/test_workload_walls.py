@@ -119,6 +119,16 @@ def test_a_judge_of_another_workload_by_id_or_name_is_unknown(client, team, thei
     assert answers[0] == answers[1] == answers[2] == answers[3] and answers[0][0] == 404, answers
 
 
+def test_an_evaluations_judge_of_another_workload_by_id_or_name_is_unknown(client, team, theirs):
+    dataset = client.post("/v1/datasets", headers=team, data={"file": (io.BytesIO(CHAT_ROWS), "a.jsonl")},
+                          content_type="multipart/form-data").json["id"]
+    answers = []
+    for judge in (theirs["endpointId"], new_id(Kind.ENDPOINT), "b-judge", "no-such-judge"):
+        body = {"model": "builtin/tiny-qwen3", "dataset": dataset, "judge": judge}
+        answers.append(answer(client.post("/v1/evaluations", headers=team, json=body), {"judge": judge}))
+    assert answers[0] == answers[1] == answers[2] == answers[3] and answers[0][0] == 404, answers
+
+
 def test_cursors_and_filters_naming_another_workloads_resources_answer_as_for_none(client, team, theirs):
     unknown = unknown_ids()
     for path in ("/v1/runs?after={runId}", "/v1/datasets?after={datasetId}", "/v1/endpoints?after={endpointId}",

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from services.endpoint_manager.decide import LOST_AFTER_FAILED_PROBES, Action, Decision, Probe, decide
-from services.endpoint_manager.manager import judges_evaluation, uses_judge
+from shared.judges import names_judge
 from shared import reasons
 from shared.lifecycle.endpoints import idle_expired, start_timed_out
 from shared.states import EndpointPhase, endpoint_transition
@@ -198,17 +198,17 @@ def test_manager_sentences_word_for_word():
 ])
 def test_uses_judge(status, rewards, in_use):
     run = {"id": "run-1", "status": status, "plan": typed({"method": "grpo", "grpo": {"rewards": rewards}}).to_dict()}
-    assert uses_judge(run, {"id": "ep-1", "name": "my-judge"}) is in_use
+    assert names_judge(run, {"id": "ep-1", "name": "my-judge"}) is in_use
 
 
 def test_an_sft_run_uses_no_judge():
-    assert not uses_judge({"status": "RUNNING", "plan": typed({"method": "sft", "grpo": None}).to_dict()}, {"id": "ep-1"})
+    assert not names_judge({"status": "RUNNING", "plan": typed({"method": "sft", "grpo": None}).to_dict()}, {"id": "ep-1"})
 
 
 def test_judges_evaluation():
     endpoint = {"id": "ep-1", "name": "my-judge"}
-    assert judges_evaluation({"status": "RUNNING", "judge": "ep-1"}, endpoint)
-    assert judges_evaluation({"status": "QUEUED", "judge": "my-judge"}, endpoint)
-    assert not judges_evaluation({"status": "SUCCEEDED", "judge": "ep-1"}, endpoint)
-    assert not judges_evaluation({"status": "RUNNING", "judge": None}, endpoint)
-    assert not judges_evaluation({"status": "RUNNING", "judge": "ep-2"}, endpoint)
+    assert names_judge({"status": "RUNNING", "judge": "ep-1"}, endpoint)
+    assert names_judge({"status": "QUEUED", "judge": "my-judge"}, endpoint)
+    assert not names_judge({"status": "SUCCEEDED", "judge": "ep-1"}, endpoint)
+    assert not names_judge({"status": "RUNNING", "judge": None}, endpoint)
+    assert not names_judge({"status": "RUNNING", "judge": "ep-2"}, endpoint)

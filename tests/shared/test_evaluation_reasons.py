@@ -13,9 +13,9 @@ def test_evaluation_sentences():
         "snapshot snap-1's weights are in a layout this deployment cannot load for an evaluation")
     assert reasons.evaluation_other_model(snapshot_id="snap-1", snapshot_model="A", model="B") == (
         "snapshot snap-1 holds an adapter of A, and this evaluation scores B")
-    assert reasons.evaluation_judge_unknown("ep-1") == (
+    assert reasons.judge_unknown("ep-1") == (
         "judge ep-1 is not an endpoint of this deployment; `training endpoints get` lists them")
-    assert reasons.evaluation_judge_ended("ep-1", "FAILED") == (
+    assert reasons.judge_ended("ep-1", "FAILED") == (
         "judge endpoint ep-1 is FAILED; start another endpoint to judge with")
     assert reasons.evaluation_judge_not_ready("ep-1", "QUEUED") == (
         "judge endpoint ep-1 is QUEUED; an evaluation scores with a judge only while it is READY")

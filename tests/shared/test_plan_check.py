@@ -132,11 +132,11 @@ def test_grpo_settings(request_, field, sentence):
 def test_judges_are_endpoints_the_caller_may_use_that_have_not_ended():
     grpo = plan(method="grpo", grpo={"rewards": [{"function": "length", "target": 20}, {"judge": "grader"}]})
     refused = refusal(grpo)
-    assert isinstance(refused, NotFound) and refused.message == reasons.evaluation_judge_unknown("grader")
+    assert isinstance(refused, NotFound) and refused.message == reasons.judge_unknown("grader")
     assert refused.details == {"field": "grpo.rewards.1.judge"}
     ended = Facts(judges={"grader": {"id": "ep-1", "phase": "TERMINATED", "workload": "team"}})
     refused = refusal(grpo, ended)
-    assert isinstance(refused, Unprocessable) and refused.message == reasons.evaluation_judge_ended("grader", "TERMINATED")
+    assert isinstance(refused, Unprocessable) and refused.message == reasons.judge_ended("grader", "TERMINATED")
     ready = Facts(judges={"grader": {"id": "ep-1", "phase": "READY", "workload": "team"}})
     assert check(grpo, ready).judge_workloads == {"grader": "team"}
 

@@ -15,6 +15,7 @@ from services.trainer_worker import evaluation_job
 from services.trainer_worker.execution import Worker, execute
 from shared.artifacts import dataset_key
 from shared.claims.queue import ClaimQueue
+from shared.endpoint_names import create_endpoint_doc
 from shared.ids import Kind, new_id
 from tests.conftest import mark_nodes_alive
 
@@ -87,6 +88,18 @@ def test_a_judge_that_has_ended_fails_it_without_waiting(worker, granted):
     assert time.monotonic() - started < evaluation_job.JUDGE_WAIT_S / 2
     assert worker.store.get(evaluation_id)["detail"] == (
         f"judge endpoint {judge} is TERMINATED; an evaluation scores with a judge only while it is READY")
+
+
+def test_a_judge_named_by_name_is_looked_up_in_the_workload_it_was_found_in(worker, granted, monkeypatch):
+    monkeypatch.setattr(evaluation_job, "JUDGE_WAIT_S", 1.0)
+    for workload, phase, address in (("endpoints", "READY", "http://127.0.0.1:9"), ("team-a", "STARTING", None)):
+        create_endpoint_doc(worker.store, {"id": new_id(Kind.ENDPOINT), "kind": "endpoint", "workload": workload,
+                                           "name": "grader", "phase": phase, "address": address})
+    evaluation_id, claim = granted(judge="grader", judgeWorkloads={"grader": "team-a"})
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "FAILED"
+    # team-a's grader, still STARTING: not the other workload's READY endpoint of the same name
+    assert worker.store.get(evaluation_id)["detail"] == (
+        "judge endpoint grader is STARTING; an evaluation scores with a judge only while it is READY")
 
 
 def test_a_scoring_error_fails_it_and_the_worker_lives_on(worker, granted):

@@ -1,10 +1,10 @@
-"""The worker's judge lookup for grpo runs (services/trainer_worker/judges.py), against real Redis."""
+"""The worker's judge lookup for grpo runs (shared/judges.py `JudgeAddresses`), against real Redis."""
 
 from __future__ import annotations
 
 import pickle
 
-from services.trainer_worker.judges import JudgeAddresses
+from shared.judges import JudgeAddresses
 from shared.keys import Keys
 from shared.store import Store, connect
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
-from services.trainer_worker.judges import JudgeTarget
+from shared.judges import JudgeTarget
 from shared import reasons
 from shared.errors import WorkFailed
 from shared.load_spec import LoadSpec, model_generation_config

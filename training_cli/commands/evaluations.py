@@ -47,7 +47,7 @@ def group() -> None:
 @click.option("--dataset", help="Dataset id.")
 @click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node.")
 @click.option("--pool", help="Pool to queue in.")
-@click.option("--judge", help="An endpoint id that grades each completion.")
+@click.option("--judge", help="An endpoint (its id or name) that grades each completion.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Most tokens of each greedy completion.")
 @click.option("--workload", help="The quota group it counts against (default: evaluations).")
 @output_option

@@ -79,7 +79,7 @@ class TrainingJob:
     work_dir: Path  # scratch for HF checkpoints; snapshots go under work_dir/"snapshots"
     devices: list[str]  # e.g. ["cpu:0"] or ["cuda:0"]
     restore: Restore | None = None  # a branch, or a run resuming itself after pause / a lost worker
-    # grpo: a judge endpoint (its id or name) -> judges.JudgeTarget (address, served model) while it is
+    # grpo: a judge endpoint (its id or name) -> shared.judges.JudgeTarget (address, served model) while it is
     # READY, else None; read fresh each call
     judge_address: Callable[[str], Any] | None = None
     # grpo: the deployment's registered reward functions, name -> "package.module:function"

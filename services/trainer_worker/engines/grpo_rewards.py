@@ -95,7 +95,7 @@ def _judge_reward(judge: str, judge_address, reporter, clock: RewardClock, wait_
         deadline = time.monotonic() + wait_s
         problem = reasons.JUDGE_NOT_READY
         while True:
-            target = judge_address(judge) if judge_address else None  # judges.JudgeTarget
+            target = judge_address(judge) if judge_address else None  # shared.judges.JudgeTarget
             if target:
                 try:
                     return ask_judge(target.address, messages, model=target.model, session=session,
