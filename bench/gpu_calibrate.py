@@ -68,7 +68,7 @@ def all_cases(ctx: Context) -> list[Case]:
                           lambda c, a=(shape, method, engine, precision): calibrate_memory.run_case(c, *a),
                           needs=(shape,)))
     if ctx.dry_run:  # each code path once, at toy sizes. Left out for time: the unmerged way (its server
-        # differs from the folded one's by its load spec alone; tests/trainer_worker/test_grpo_engine.py
+        # differs from the folded one's by its load spec alone; tests/trainer_worker/engines/test_grpo_engine.py
         # runs it) and the grpo memory cases (the child process of the sft ones running the grpo engine
         # of part (a); tests/bench/test_gpu_calibrate.py checks their plan and rows)
         keep = {"grpo:qwen3-0.6b:folded", "grpo:qwen3-0.6b:full", "server-check:qwen3-0.6b", "endpoint:qwen3-0.6b",

@@ -20,6 +20,29 @@ ADMIN_TOKEN = "test-admin-token"
 TEAM_TOKEN = "test-team-a-token"
 
 
+def cuda_absent() -> str | None:
+    """Why no test marked `requires_cuda` can run in this session (None: torch sees a CUDA GPU)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    build = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    return f"needs a CUDA GPU, and torch {torch.__version__} ({build}) sees none here"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `requires_cuda` (pyproject.toml) skip with the reason where no CUDA GPU is seen.
+    torch is imported for the question only when such a test was collected: a run of tests that
+    never touch torch does not pay for it."""
+    marked = [item for item in items if item.get_closest_marker("requires_cuda")]
+    if not marked:
+        return
+    why = cuda_absent()
+    if why is not None:
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=why))
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     client = redis.Redis.from_url(TEST_REDIS_URL)

@@ -3,7 +3,7 @@ each, and every one of them importable from here (`from shared.reasons import X`
 
 SPEC.md quotes some of these word for word and scripts match them verbatim, so each one is a
 constant or a small formatter here and nowhere else. Tests check them letter for letter. A new
-sentence goes into the module of its subject; tests/shared/test_reasons_package.py fails when two
+sentence goes into the module of its subject; tests/shared/reasons/test_reasons_package.py fails when two
 modules define the same name.
 """
 

@@ -1,6 +1,6 @@
 """Bad input (issue 14): every one a 4xx with the error shape, never a 500, and never a run the API
 accepts that the worker then fails. One test per item of the issue; the sentences are
-those of shared/reasons/, checked word for word in tests/shared/test_reasons.py."""
+those of shared/reasons/, checked word for word in tests/shared/reasons/test_reasons.py."""
 
 from __future__ import annotations
 

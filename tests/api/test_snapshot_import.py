@@ -1,7 +1,7 @@
 """`POST /v1/snapshots/import` and `GET /v1/snapshots/ID/adapter` through the API, on snapshot
 directories written by hand: every manifest field of the wrong type is a 400 naming it (and nothing
 is stored), and a snapshot with no weights answers a 404 saying so. Importing directories that real
-training wrote is tests/trainer_worker/test_layout1.py and tests/e2e."""
+training wrote is tests/trainer_worker/engines/test_layout1.py and tests/e2e."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What bench/gpu_qwen3_8b.py builds and counts, checked against the real objects on CPU: the
 published Qwen3-8B shape (its parameter count, on the meta device: no memory), the tokenizer of that
 vocabulary, the rows' token counts, and the FLOPs formula's parts against PEFT's own count of what
-it trains. (The check itself runs in tests/test_gpu_check.py's dry run.)"""
+it trains. (The check itself runs in tests/bench/test_gpu_check.py's dry run.)"""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ training sequence, so a micro-batch holds far fewer padding tokens, and no row a
   position ids alone would not do: on CPU (sdpa, eager) transformers lets every token see the whole
   sequence; only flash-attention's varlen kernels read row boundaries from them. Measured on the
   tiny model: a row's logits packed behind another differ by 6.1 with position ids alone, by 2e-6
-  with this mask (tests/trainer_worker/test_packing.py);
+  with this mask (tests/trainer_worker/engines/test_packing.py);
 - `use_packed_masks`: the model takes that mask from the batch's `packed_attention_mask` (the
   Trainer counts `attention_mask` as tokens seen, and a 4-D mask is no count), so `tokensPerSecond`
   still counts real tokens only.

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from tests.cli.fake_api import adapter_archive
+from tests.training_cli.fake_api import adapter_archive
 from training_cli.archive import extract_safely
 from training_cli.errors import CliError
 

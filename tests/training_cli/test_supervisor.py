@@ -3,7 +3,7 @@ is started again, with back-off and a line in logs/supervisor.log; its own Redis
 same port with its data; `training status` shows the restarts; `training down` stops it all, even
 when the supervisor itself was killed.
 
-The services are the stand-ins of tests/cli/test_local_stack.py (the fake API, idle processes);
+The services are the stand-ins of tests/training_cli/test_local_stack.py (the fake API, idle processes);
 Redis and the supervisor are real. The real services under the same supervisor, each killed with
 SIGKILL: tests/e2e/test_supervised_stack.py."""
 
@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from shared import reasons
 from shared.redis_server import free_port, redis_answers
-from tests.cli.test_local_stack import fake_services  # noqa: F401  (a fixture)
+from tests.training_cli.test_local_stack import fake_services  # noqa: F401  (a fixture)
 from training_cli import supervisor
 from training_cli.main import cli
 from training_cli.stack_state import StackState, process_alive

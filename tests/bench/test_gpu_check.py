@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.gpu_isolation import Runner
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def results(stdout: str) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 from werkzeug.serving import make_server
 
-from tests.cli.fake_api import TOKEN, FakeApi
+from tests.training_cli.fake_api import TOKEN, FakeApi
 from tests.conftest import ADMIN_TOKEN, mark_nodes_alive
 from training_cli.main import cli
 

@@ -14,7 +14,7 @@ and it checks `Authorization: Bearer TOKEN`. Where it differs from the real thin
 - one token, no workloads or admin roles; lists are not paged (nextCursor is always null);
 - `apiUrl` is TRAINING_PUBLIC_URL, the environment variable the real API reads too (not its config file).
 
-Run it alone with `python tests/cli/fake_api.py --port 8600` (used by the local-stack test).
+Run it alone with `python tests/training_cli/fake_api.py --port 8600` (used by the local-stack test).
 """
 
 from __future__ import annotations

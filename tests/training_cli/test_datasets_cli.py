@@ -1,4 +1,4 @@
-"""`training datasets create|get|delete` against the real API (tests/cli/conftest.py real_api)."""
+"""`training datasets create|get|delete` against the real API (tests/training_cli/conftest.py real_api)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 training, evaluations and serving, is tested with the real services: test_quickstart_e2e.py).
 
 The real services (services/api, scheduler, trainer worker) are spawned by the same code; here
-`service_commands` is replaced so that the API is tests/cli/fake_api.py run as its own process and
+`service_commands` is replaced so that the API is tests/training_cli/fake_api.py run as its own process and
 the scheduler and worker are idle Python processes. Redis is real: a redis-server started for the
 stack on a free port, and stopped by `training down`.
 """

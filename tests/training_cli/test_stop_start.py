@@ -1,7 +1,7 @@
 """`training stop SERVICE` / `training start SERVICE` (issue 27, item 8): one service of the local
 stack stopped and kept stopped by the real supervisor, then started again; the others untouched.
 
-The services are the stand-ins of tests/cli/test_local_stack.py (the fake API, idle processes);
+The services are the stand-ins of tests/training_cli/test_local_stack.py (the fake API, idle processes);
 Redis and the supervisor are real."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from shared import reasons
 from shared.redis_server import free_port
-from tests.cli.test_local_stack import fake_services  # noqa: F401  (a fixture)
-from tests.cli.test_supervisor import record, restarted, wait_for
+from tests.training_cli.test_local_stack import fake_services  # noqa: F401  (a fixture)
+from tests.training_cli.test_supervisor import record, restarted, wait_for
 from training_cli.main import cli
 from training_cli.stack_state import StackState, process_alive
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from services.trainer_worker.engines.sft import load_rows, run_sft
 from shared.errors import WorkFailed
 from shared.models import load_causal_lm, load_tokenizer
 from shared.snapshot_files import record
+from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 
@@ -131,3 +133,17 @@ def test_bad_rows_are_refused_naming_the_line(tmp_path):
     dataset.write_text('{"messages": []}\n{"text": "x"}\n')
     with pytest.raises(WorkFailed, match="dataset line 2 has neither messages nor prompt and completion"):
         load_rows(dataset)
+
+
+@pytest.mark.requires_cuda
+def test_fp16_mixed_precision_trains_on_cuda(model_dir, tmp_path):
+    # fp16 mixed precision exists only on CUDA (the HF Trainer refuses it on a CPU), so this is the
+    # one engine path the CPU tests cannot reach; bench/gpu_check.py's sft-fp16 runs it on its own model
+    reporter = RecordingReporter()
+    job = make_job(model_dir, tmp_path, maxSteps=6)
+    job.plan = amended(job.plan, {"precision": "fp16"})
+    job.devices = ["cuda:0"]
+    result = run_sft(job, reporter)
+    losses = [p["loss"] for p in reporter.points]
+    assert result.final_step == 6 and len(losses) == 6 and all(math.isfinite(x) for x in losses), losses
+    assert (job.snapshot_dir(6) / "adapter" / "adapter_model.safetensors").is_file()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.cli.test_output import _run
+from tests.training_cli.test_output import _run
 from training_cli.curves import RunCurves, sparkline
 
 

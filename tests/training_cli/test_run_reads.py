@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from tests.cli.test_evaluations_cli import ROWS
+from tests.training_cli.test_evaluations_cli import ROWS
 
 SFT_POINTS = [
     {"step": step, "loss": 2.5 / step, "learningRate": 0.002 * (4 - step) / 3, "gradNorm": 1.23456 * step,

@@ -18,7 +18,7 @@ from shared.tiny_vision_model import SAMPLE_DATASET
 from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter
 from tests.trainer_worker.grpo_doubles import grpo_job
-from tests.trainer_worker.test_grpo_engine import POINT_KEYS
+from tests.trainer_worker.engines.test_grpo_engine import POINT_KEYS
 
 MODEL = "builtin/tiny-gemma3-vision"
 STEPS = 10
