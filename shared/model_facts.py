@@ -181,7 +181,7 @@ def _shape(config: dict[str, Any]) -> dict[str, Any]:
 
 def read_model_facts(directory: Path | str, *, model: str) -> dict[str, Any]:
     """The facts of the model in `directory`, named `model` in sentences. Raises ModelRefused (its
-    message the sentence) when config.json is missing or unreadable or names no architecture."""
+    message the sentence) when config.json is missing or unreadable; what else it lacks, `refusal` says."""
     directory = Path(directory)
     stamp = _stamp(directory)
     return dict(_read_cached(str(directory), model, stamp))
@@ -208,8 +208,7 @@ def _read_cached(directory: str, model: str, stamp: tuple[int, ...]) -> dict[str
     if not isinstance(config, dict):
         raise ModelRefused(reasons.model_file_not_json(CONFIG_FILE))
     architectures = config.get("architectures")
-    if not isinstance(architectures, list) or not architectures or not isinstance(architectures[0], str):
-        raise ModelRefused(reasons.model_without_architecture(model))
+    named = isinstance(architectures, list) and architectures and isinstance(architectures[0], str)
     weights = weight_facts(folder) or {}
     shape = _shape(config)
     if weights:
@@ -218,7 +217,7 @@ def _read_cached(directory: str, model: str, stamp: tuple[int, ...]) -> dict[str
         tied = config.get("tie_word_embeddings")
         shape["tiedEmbeddings"] = tied if isinstance(tied, bool) else None
     return {
-        "architecture": architectures[0],
+        "architecture": architectures[0] if named else None,
         "modelType": config.get("model_type") if isinstance(config.get("model_type"), str) else None,
         "modality": "image-text" if isinstance(config.get("vision_config"), dict) else "text",
         **shape,
@@ -231,6 +230,8 @@ def _read_cached(directory: str, model: str, stamp: tuple[int, ...]) -> dict[str
 
 def refusal(facts: dict[str, Any], *, model: str) -> str | None:
     """Why a model with these facts cannot be trained or served by this deployment, or None."""
+    if facts["architecture"] is None:
+        return reasons.model_without_architecture(model)
     if facts["architecture"] not in known_architectures():
         return reasons.model_architecture_unknown(model, facts["architecture"])
     missing = [field for field in ("hiddenSize", "layers", "heads", "vocabSize") if facts.get(field) is None]
