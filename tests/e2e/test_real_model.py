@@ -166,7 +166,8 @@ def test_a_gguf_model_imported_trained_evaluated_and_served(stack, gguf, tmp_pat
     assert run["status"] == "SUCCEEDED", run
     run_memory_estimate_gib(run, shown)
     losses = [p["loss"] for p in stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"] if p.get("loss") is not None]
-    assert losses[-1] < losses[0] / 4, losses
+    later = losses[len(losses) // 2:]  # one step's loss over 4 rows is noisy: the later half's mean
+    assert sum(later) / len(later) < losses[0] / 4, losses
     tuned = evaluate(stack, held, run["latestSnapshot"])
     assert base["exactMatch"] <= 0.1 and tuned["exactMatch"] >= 0.7, (base, tuned)
 
