@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL_ID_MAX = 96
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 GGUF_SUFFIX = ".gguf"
+RESERVED_ID = "import"  # /v1/base-models/import is the import route (services/api/views/base_models.py)
 IMPORTED_MODELS_KEY = "models/imported"
 
 
@@ -69,7 +70,7 @@ def import_model(context: Context, *, path: str, model_id: str | None, who: Prin
     source = _confined(context, path)
     is_gguf = source.is_file()
     model_id = model_id if model_id is not None else _default_id(source)
-    if len(model_id) > MODEL_ID_MAX or MODEL_ID.fullmatch(model_id) is None:
+    if len(model_id) > MODEL_ID_MAX or MODEL_ID.fullmatch(model_id) is None or model_id == RESERVED_ID:
         raise ValidationFailed(reasons.model_import_id_invalid(model_id, MODEL_ID_MAX), details={"field": "id"})
     if model_id in context.catalog.ids():
         raise Conflict(reasons.model_import_id_taken(model_id), details={"field": "id", "model": model_id})

@@ -85,7 +85,8 @@ def model_import_too_large(path: str, max_bytes: int) -> str:
 
 def model_import_id_invalid(model_id: str, max_chars: int) -> str:
     return (f"model id {model_id} is not a valid base-model id: one or two names joined by `/`, each of letters, "
-            f"digits, `.`, `_` and `-` starting with a letter or digit, at most {max_chars} characters in all")
+            f"digits, `.`, `_` and `-` starting with a letter or digit, at most {max_chars} characters in all, "
+            "and not `import`")
 
 
 def model_import_id_taken(model_id: str) -> str:

@@ -119,6 +119,11 @@ def test_refusals_name_what_is_wrong(client, admin, team, model_dir, tmp_path):
     assert linked.json["error"]["message"] == reasons.model_import_path_not_plain(str(model_dir), "extra.json")
     assert client.post("/v1/base-models/import", headers=admin, json={"paths": "x"}).json["error"]["message"] == (
         reasons.MODEL_IMPORT_BODY)
+    reserved = import_(client, admin, model_dir, id="import")
+    assert reserved.json["error"]["message"] == reasons.model_import_id_invalid("import", 96)
+    # the route is the import's alone: not a lookup of a model named "import"
+    looked_up = client.get("/v1/base-models/import", headers=admin)
+    assert looked_up.status_code == 405 and "GET" not in looked_up.headers["Allow"]
 
 
 def test_a_file_that_is_no_gguf_model_is_refused_with_the_converters_words(client, admin, tmp_path):

@@ -4,6 +4,7 @@ POST /v1/base-models/import (admin tokens only: services/api/model_import.py).""
 from __future__ import annotations
 
 from flask import Blueprint
+from werkzeug.routing import PathConverter
 
 from services.api.auth import principal
 from services.api.context import ctx
@@ -15,6 +16,17 @@ from shared.errors import ValidationFailed
 from shared.resolver import startable_assumptions, startable_runs
 
 bp = Blueprint("base_models", __name__)
+
+
+class ModelIdConverter(PathConverter):
+    """A model id in a path (it may contain '/'): anything but `import`, so /v1/base-models/import is
+    that route's alone (POST) and a GET there is a 405 whose Allow names POST, not a lookup of a model
+    "import" (an id no import may take: services/api/model_import.py)."""
+
+    regex = r"(?!import$)[^/].*?"
+
+
+bp.record_once(lambda state: state.app.url_map.converters.setdefault("model_id", ModelIdConverter))
 # Linux's PATH_MAX and NAME_MAX, as for a snapshot imported by path
 PATH_MAX_BYTES, NAME_MAX_BYTES = 4096, 255
 
@@ -44,7 +56,7 @@ def import_base_model():
         ctx(), path=path, model_id=body.get("id"), who=principal())), 201
 
 
-@bp.get("/v1/base-models/<path:model_id>")
+@bp.get("/v1/base-models/<model_id:model_id>")
 def get_base_model(model_id: str):
     context = ctx()
     model = context.catalog.get(model_id)
