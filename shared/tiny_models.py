@@ -211,6 +211,13 @@ def parameter_count(spec: TinyModelSpec) -> int:
     return spec.vocab_size * spec.hidden_size + spec.layers * layer + spec.hidden_size
 
 
+def spec_shape(spec: Any) -> dict[str, Any]:
+    """A built-in model's shape as the catalog shows every model's (shared/model_facts.py SHAPE_KEYS)."""
+    return {"hiddenSize": spec.hidden_size, "layers": spec.layers, "heads": spec.heads, "kvHeads": spec.kv_heads,
+            "intermediateSize": spec.intermediate_size, "vocabSize": spec.vocab_size,
+            "maxPositions": spec.max_positions, "tiedEmbeddings": True}
+
+
 def builtin_facts(name: str) -> dict[str, Any]:
     """The catalog facts of a built-in model, from its spec alone (no build, no torch)."""
     if _vision(name):
@@ -219,6 +226,8 @@ def builtin_facts(name: str) -> dict[str, Any]:
     return {
         "builtin": name,
         "architecture": spec.architecture,
+        **spec_shape(spec),
+        "chatTemplate": CHAT_TEMPLATE,
         "parameters": parameter_count(spec),
         "precisions": ["fp32", "bf16"],
         "gpuCounts": [1, 2],

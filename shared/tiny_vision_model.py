@@ -139,10 +139,14 @@ def parameter_count(spec: TinyVisionSpec) -> int:
 
 def builtin_facts(name: str) -> dict[str, Any]:
     """The catalog facts of a built-in image-text model, from its spec alone (no build, no torch)."""
+    from shared.tiny_models import spec_shape
+
     spec = VISION_MODELS[name]
     return {
         "builtin": name,
         "architecture": spec.architecture,
+        **spec_shape(spec),
+        "chatTemplate": CHAT_TEMPLATE,
         "parameters": parameter_count(spec),
         "precisions": ["fp32", "bf16"],
         "gpuCounts": [1, 2],

@@ -91,6 +91,7 @@ def make_config(redis_url: str, prefix: str, artifact_root, *, extra_catalog=(),
         "limits": {"maxUploadBytes": 200_000},
         # tests import snapshot directories they write under their tmp_path by path
         "snapshotImportRoots": [tempfile.gettempdir()],
+        "modelImportRoots": [tempfile.gettempdir()],  # and models, as tests/api/test_model_import.py does
         **overrides,
     }
     env = {"TRAINING_REDIS_URL": redis_url, "TRAINING_KEY_PREFIX": prefix,

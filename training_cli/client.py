@@ -96,14 +96,16 @@ class ApiClient:
             raise _api_error(response)
         return response
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+    def _send(self, method: str, path: str, *, timeout_s: float | None = None, **kwargs: Any) -> requests.Response:
+        """`timeout_s`: this request's own wait for an answer (default: the client's)."""
         url = self.base_url + path
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         try:
-            return self.session.request(method, url, timeout=self.timeout_s, **kwargs)
+            return self.session.request(method, url, timeout=timeout_s, **kwargs)
         except requests.ConnectionError:
             raise CliError(reasons.api_unreachable(self.base_url)) from None
         except requests.Timeout:
-            raise CliError(reasons.api_timed_out(self.base_url, self.timeout_s)) from None
+            raise CliError(reasons.api_timed_out(self.base_url, timeout_s)) from None
 
     @staticmethod
     def _json(response: requests.Response) -> Any:

@@ -64,8 +64,12 @@ def base_model(model: dict[str, Any]) -> list[Any]:
             ("Parameters", _params(model.get("parameters") or model.get("parameterCount"))),
             ("Precisions", model.get("precisions")),
             ("GPU counts", model.get("gpuCounts") or model.get("gpus")),
+            ("Architecture", model.get("architecture")),
+            ("Shape", _shape(model)),
+            ("Chat template", _template(model.get("chatTemplate"))),
             ("LoRA targets", model.get("loraTargetModules")),
             ("Generation", model.get("generationConfig")),
+            *_provenance(model.get("imported")),
             # the runs listed below hold for a plan at these defaults (the memory estimate grows with them)
             ("Runs assume", {**(assume.get("adapter") or {}), **(assume.get("hyperparameters") or {})}),
         ]
@@ -78,6 +82,39 @@ def base_model(model: dict[str, Any]) -> list[Any]:
     runs = list_table(["Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"], rows,
                       title="Runs that can be started")
     return [head, runs]
+
+
+def _shape(model: dict[str, Any]) -> str | None:
+    """hidden 576, 30 layers, 9 heads (3 kv), FFN 1536, vocab 49152, 8192 positions, tied embeddings"""
+    if model.get("hiddenSize") is None:
+        return None
+    parts = [f"hidden {model['hiddenSize']}", f"{model.get('layers')} layers",
+             f"{model.get('heads')} heads ({model.get('kvHeads')} kv)"]
+    parts += [f"FFN {model['intermediateSize']}"] if model.get("intermediateSize") else []
+    parts += [f"vocab {model.get('vocabSize')}"]
+    parts += [f"{model['maxPositions']} positions"] if model.get("maxPositions") else []
+    parts += ["tied embeddings"] if model.get("tiedEmbeddings") else []
+    return ", ".join(parts)
+
+
+def _template(template: str | None) -> str:
+    if not template:
+        return "none (chat rows are refused)"
+    return f"yes ({len(template)} characters)"
+
+
+def _provenance(imported: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """An imported model: where from, and for a GGUF file its digest and quantization."""
+    if not imported:
+        return []
+    rows: list[tuple[str, Any]] = [("Imported from", f"{imported.get('source')} ({imported.get('format')})"),
+                                   ("Imported", when(imported.get("importedAt")))]
+    if imported.get("format") == "gguf":
+        quant = imported.get("quantization") or {}
+        rows += [("GGUF sha256", imported.get("sha256")),
+                 ("Quantization", f"{quant.get('fileType')} {quant.get('tensorTypes')}, "
+                                  f"dequantized to {imported.get('dtype')}")]
+    return rows
 
 
 def datasets(page: Any) -> Any:

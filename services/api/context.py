@@ -28,7 +28,8 @@ class Context:
         client = connect(config.redis_url)
         keys = Keys(config.key_prefix)
         artifacts = ArtifactRoot(config.artifact_root)
-        return cls(config, client, keys, Store(client, keys), artifacts, Catalog(config, artifacts))
+        store = Store(client, keys)
+        return cls(config, client, keys, store, artifacts, Catalog(config, artifacts, store))
 
     def claims(self, *, checked: bool = False):
         """The claim queues; `checked` ones refuse claims that could never be granted."""

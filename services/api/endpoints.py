@@ -19,6 +19,7 @@ from shared.endpoint_names import create_endpoint_doc, find_endpoint, name_taken
 from shared.endpoint_schema import parse_endpoint
 from shared.errors import Conflict, NotFound, TrainerError, Unprocessable, ValidationFailed
 from shared.ids import Kind, new_id
+from shared.model_facts import refuse_unusable
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.states import EndpointPhase
 
@@ -27,7 +28,8 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
     spec = parse_endpoint(body)
     workload = _naming("workload", require_workload,
                        spec["workload"] or who.default_workload(DEFAULT_WORKLOADS["endpoint"]))
-    _naming("model", context.catalog.check_loadable, spec["model"])  # 404 not in the catalog, 400 not in the hub cache
+    entry = _naming("model", context.catalog.check_loadable, spec["model"])  # 404 not in the catalog, 400 not in the hub cache
+    refuse_unusable(context.catalog.describe(entry))  # 422: an architecture the engines do not know
     pool_name = spec["pool"] or context.config.default_pool
     pool = pool_named(context.config, pool_name, field="pool")  # 404
     if spec["snapshot"]:

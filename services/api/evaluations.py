@@ -22,6 +22,7 @@ from shared.ids import Kind, new_id
 from shared.judges import accept_judge, find_judge
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.resolver import refuse_the_dataset_modality
+from shared.model_facts import refuse_unusable
 from shared.rewards import check_rewards
 from shared.states import EvaluationStatus
 
@@ -44,6 +45,7 @@ def check_evaluation(context: Context, *, body: Any, who: Principal,
     dataset = visible_dataset(context, spec["dataset"], who)
     # 422: images for a text model, none for an image-text model (as a run is refused)
     refuse_the_dataset_modality(dataset["id"], model, dataset.get("modality") or TEXT, evaluated=True)
+    refuse_unusable(model, dataset=dataset["id"], dataset_format=dataset.get("format"))  # 422
     pool_name = spec["pool"] or context.config.default_pool
     pool = pool_named(context.config, pool_name, field="pool")  # 404
     snap = checked_snapshot

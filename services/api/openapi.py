@@ -82,7 +82,7 @@ UNAVAILABLE = {
 }
 
 # The operations that write artifacts to disk, and the answer when that disk is full (docs/faults.md)
-WRITES_ARTIFACTS = {("/v1/datasets", "post"), ("/v1/snapshots/import", "post")}
+WRITES_ARTIFACTS = {("/v1/datasets", "post"), ("/v1/snapshots/import", "post"), ("/v1/base-models/import", "post")}
 INSUFFICIENT_STORAGE = {
     "description": "the disk where the trainer stores artifacts is full: nothing was stored, and the same request "
                    "succeeds once an operator frees space (code insufficient_storage)",
@@ -96,6 +96,9 @@ ROUTES = {
     "/v1/info": {"get": ("the deployment", None, schemas.InfoSchema, 200)},
     "/v1/base-models": {"get": ("the catalog", None, schemas.page_schema(schemas.BaseModelSchema), 200)},
     "/v1/base-models/{modelId}": {"get": ("one model and the runs it can start", None, schemas.BaseModelSchema, 200)},
+    "/v1/base-models/import": {"post": ("import a real model (admin tokens only): a Hugging Face directory or a GGUF "
+                                        "file on the API's machine, its facts read from its own files",
+                                        schemas.BaseModelImportSchema, schemas.BaseModelSchema, 201)},
     "/v1/datasets": {
         "post": ("upload a JSONL dataset (multipart field `file`, optional `name`, `workload`, and `images`: "
                  "image files the rows name by file name as an image part's url)", "multipart",

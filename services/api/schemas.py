@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 
 class ErrorBodySchema(Schema):
@@ -271,18 +271,42 @@ class StartableAssumptionsSchema(Schema):
 
 class BaseModelSchema(Schema):
     id = fields.String()
-    source = fields.String(metadata={"description": "builtin:NAME, path:DIR or hub-cache"})
+    source = fields.String(metadata={"description": "builtin:NAME, path:DIR, hub-cache or imported"})
     modality = fields.String()
     parameters = fields.Integer(allow_none=True)
     precisions = fields.List(fields.String())
     gpuCounts = fields.List(fields.Integer())
-    generationConfig = fields.Dict(metadata={"description": "the model's generation config"})
+    generationConfig = fields.Dict(metadata={"description": "the model's generation defaults (generation_config.json)"})
     loraTargetModules = fields.List(fields.String())
+    architecture = fields.String(allow_none=True, metadata={"description": "config.json's architecture"})
+    hiddenSize = fields.Integer(allow_none=True)
+    layers = fields.Integer(allow_none=True)
+    heads = fields.Integer(allow_none=True)
+    kvHeads = fields.Integer(allow_none=True)
+    intermediateSize = fields.Integer(allow_none=True)
+    vocabSize = fields.Integer(allow_none=True)
+    maxPositions = fields.Integer(allow_none=True)
+    tiedEmbeddings = fields.Boolean(allow_none=True, metadata={"description": "the output layer is the embeddings"})
+    chatTemplate = fields.String(allow_none=True, metadata={
+        "description": "the model's chat template (null: none; chat rows are refused)"})
+    factsFrom = fields.String(metadata={
+        "description": "where its facts come from: files (its own), spec (a built-in's) or catalog entry (files "
+                       "this API cannot read: a path local to the GPU nodes)"})
+    imported = fields.Dict(metadata={"description": "an imported model's provenance: source, format (gguf or "
+                                                    "huggingface), file, sha256, bytes, quantization, seconds"})
     startableRuns = fields.List(fields.Nested(StartableRunSchema),
                                 metadata={"description": "GET /v1/base-models/ID only"})
     startableRunsAssume = fields.Nested(StartableAssumptionsSchema, metadata={
         "description": "GET /v1/base-models/ID only: the adapter and hyperparameters startableRuns assumes; "
                        "more memory than that may be refused"})
+
+
+class BaseModelImportSchema(Schema):
+    path = fields.String(required=True, validate=validate.Length(min=1, max=4096), metadata={
+        "description": "a Hugging Face model directory or a .gguf file on the API's machine, by its absolute path, "
+                       "under one of the deployment's modelImportRoots"})
+    id = fields.String(validate=validate.Length(min=1, max=96), metadata={
+        "description": "the model's catalog id (default: the file's or directory's name)"})
 
 
 class NodeSchema(Schema):

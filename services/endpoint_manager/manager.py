@@ -71,7 +71,7 @@ class EndpointManager:
         self.store = Store(client, self.keys)
         self.queue = ClaimQueue(client, self.keys, config=config)
         self.artifacts = ArtifactRoot(config.artifact_root)
-        self.catalog = Catalog(config, self.artifacts)
+        self.catalog = Catalog(config, self.artifacts, self.store)
         self.log = (log or structlog.get_logger()).bind(node=node)
         self.token = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.children: dict[str, subprocess.Popen] = {}  # serving processes this manager started

@@ -42,7 +42,7 @@ class Worker:
         self.keys = Keys(config.key_prefix)
         self.store = Store(self.redis, self.keys)
         self.artifacts = ArtifactRoot(config.artifact_root)
-        self.catalog = Catalog(config, self.artifacts)
+        self.catalog = Catalog(config, self.artifacts, self.store)
         self.holder = f"{node}/{socket.gethostname()}/{os.getpid()}"
 
     def claims(self):

@@ -25,6 +25,7 @@ from shared.config import Pool
 from shared.datasets import TEXT
 from shared.engines import EngineSpec
 from shared.judges import accept_judge
+from shared.model_facts import refuse_unusable
 from shared.errors import NotFound, Unprocessable, ValidationFailed
 from shared.plans.schema import MAX_STEPS
 from shared.plans.training_plan import TrainingPlan
@@ -93,6 +94,7 @@ def check(plan: TrainingPlan, facts: PlanFacts) -> Accepted:
     _within_quota(plan, pool)
     judge_workloads = _grpo_settings(plan, facts)
     model = facts.model()
+    refuse_unusable(dict(model), dataset=dataset["id"], dataset_format=dataset["format"])
     _target_modules(plan, model)
     _steps(plan, dataset_rows=int(dataset["rows"]))
     parent = _restore(plan, facts)

@@ -18,6 +18,7 @@ from shared.reasons.serving import *
 from shared.reasons.evaluations import *
 from shared.reasons.rewards import *
 from shared.reasons.snapshots import *
+from shared.reasons.models import *
 from shared.reasons.datasets import *
 from shared.reasons.api import *
 from shared.reasons.local_stack import *

@@ -26,7 +26,7 @@ def test_base_models_and_startable_runs(client, admin):
     first = next(r for r in one["startableRuns"] if r["precision"] == "fp32")
     assert first == {"method": "sft", "gpus": 1, "precision": "fp32", "klPenalty": False, "restore": "none",
                      "engine": "sft-single", "pools": ["default", "big"], "memoryGiB": first["memoryGiB"]}
-    assert 0.5 < first["memoryGiB"] < 1.0  # the runtime allowance, mostly: ~100k parameters
+    assert 0.5 <= first["memoryGiB"] < 1.0  # the runtime allowance, mostly: ~100k parameters (hidden 64, 2 layers)
     assert one["startableRunsAssume"] == {"adapter": {"rank": 8, "targetModules": "all-linear"},
                                           "hyperparameters": {"batchSize": 8, "gradientAccumulation": 1,
                                                               "maxSeqLength": 512}}

@@ -100,7 +100,7 @@ class Stack:
 
 def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[str, str] | None = None,
                 endpoint_manager: bool = False, extra_tokens: tuple[dict, ...] = (),
-                extra_models: tuple[dict, ...] = ()) -> Stack:
+                extra_models: tuple[dict, ...] = (), extra_config: dict | None = None) -> Stack:
     prefix = f"e2e-{secrets.token_hex(4)}:"
     token = secrets.token_hex(16)
     home, artifacts = tmp / "home", tmp / "artifacts"
@@ -113,6 +113,7 @@ def start_stack(tmp: Path, redis_url: str, *, nodes: int = 2, extra_env: dict[st
         "tokens": [{"token": token, "name": "admin", "admin": True}, *extra_tokens],
         # `snapshots import --on-server` of directories a test writes under its temporary directories
         "snapshotImportRoots": [tempfile.gettempdir()],
+        **(extra_config or {}),
     }))
     port = free_port()
     env = {**os.environ, "TRAINING_CONFIG": str(config_path), "TRAINING_HOME": str(home),

