@@ -102,7 +102,7 @@ def bare_rounds(model, tokenizer, device: str, n: dict[str, int]) -> dict[str, d
     """transformers' own generate: greedy, one prompt at a time, then the concurrent count in one batch."""
     import torch
 
-    from shared.serving.generation import prompt_token_ids
+    from shared.prompts import prompt_token_ids
 
     def generate(prompts: list[str]) -> tuple[float, int]:
         rows = [prompt_token_ids(tokenizer, p) for p in prompts]
@@ -140,7 +140,7 @@ def endpoint(ctx: Context, shape_name: str) -> dict[str, Any]:
     import requests
     import torch
 
-    from services.trainer_worker.engines.rollouts import _free_port
+    from shared.ports import free_port
     from shared.load_spec import LoadSpec, model_generation_config
     from shared.models import load_causal_lm, load_tokenizer
     from shared.serving.backends import BuiltinBackend
@@ -154,7 +154,7 @@ def endpoint(ctx: Context, shape_name: str) -> dict[str, Any]:
     spec = LoadSpec(model=f"bench/{shape_name}", model_dir=str(model_dir), dtype=ctx.precision,
                     generation_config=model_generation_config(model_dir), batch_invariant=True,
                     served_model_name="base", adapters={"adapter": str(work / "adapter")}, device=ctx.device)
-    key, port = secrets.token_urlsafe(16), _free_port()
+    key, port = secrets.token_urlsafe(16), free_port()
     argv, env = BuiltinBackend(devices=[ctx.slot]).command(spec, port=port, spec_path=spec.write(work / "spec.json"),
                                                           api_key=key)
     url = f"http://127.0.0.1:{port}"

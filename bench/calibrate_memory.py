@@ -114,9 +114,9 @@ def child(raw: str) -> int:
 
     device = case["device"]
     if case["engine"] == "sft-fsdp":  # rank 0 of a world of one, as engines/distributed.py starts a rank
-        from services.trainer_worker.engines.distributed import _free_port
+        from shared.ports import free_port
 
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), RANK="0", LOCAL_RANK="0",
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", LOCAL_RANK="0",
                           WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
     work = Path(case["work"])
     plan = TrainingPlan.from_dict(case["plan"])

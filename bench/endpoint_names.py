@@ -44,7 +44,7 @@ from shared.config import parse_config  # noqa: E402
 from shared.endpoint_names import _is_live_named, create_endpoint_doc, find_endpoint  # noqa: E402
 from shared.ids import Kind, new_id  # noqa: E402
 from shared.keys import Keys  # noqa: E402
-from shared.redis_server import free_port  # noqa: E402
+from shared.ports import free_port  # noqa: E402
 from shared.store import Store, connect  # noqa: E402
 
 URL = os.environ.get("TRAINING_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")

@@ -130,9 +130,9 @@ def check_endpoint(setup: Setup) -> Outcome:
     spec = LoadSpec(model="builtin/tiny-qwen3", model_dir=str(setup.model_dir), dtype="fp32",
                     generation_config=model_generation_config(setup.model_dir), batch_invariant=True,
                     served_model_name="base", adapters={"check": str(adapter)}, device=setup.device)
-    from services.trainer_worker.engines.rollouts import _free_port
+    from shared.ports import free_port
 
-    port, work = _free_port(), setup.work / "endpoint"
+    port, work = free_port(), setup.work / "endpoint"
     work.mkdir(parents=True, exist_ok=True)
     argv, env = BuiltinBackend(devices=[setup.slot]).command(spec, port=port, spec_path=spec.write(work / "spec.json"))
     with open(work / "server.log", "wb") as log:

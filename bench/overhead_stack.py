@@ -111,7 +111,7 @@ def local_stack(home: Path, *, model_dir: Path, parameters: int, node_slots: int
     """The local stack of `training up` under `home` (its own port, Redis and artifacts), down on exit."""
     from rich.console import Console
 
-    from shared.redis_server import free_port
+    from shared.ports import free_port
     from training_cli import local_stack as stack
     from training_cli.stack_state import StackState
 

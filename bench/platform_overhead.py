@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 from bench.overhead_setup import (build_model, plan, real_model, settings, write_prompt_dataset,  # noqa: E402
                                   write_sft_dataset)
 from bench.overhead_stack import MODEL_ID, local_stack  # noqa: E402
+from shared.ports import free_port  # noqa: E402
 from shared.times import epoch  # noqa: E402
 
 NODE_SLOTS = 2
@@ -93,7 +94,7 @@ def run_bare(s: dict[str, Any], model_dir: Path, dataset: Path, work: Path) -> d
     settings_file.write_text(json.dumps(s))
     script = [str(ROOT / "bench" / "bare_trl.py"), str(settings_file), str(model_dir), str(dataset), str(work), str(out)]
     launcher = ([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(s["slots"]),
-                 "--master_port", str(_free_port())] if s["slots"] > 1 else [sys.executable])
+                 "--master_port", str(free_port())] if s["slots"] > 1 else [sys.executable])
     env = {**os.environ, "BENCH_NODE_SLOTS": str(NODE_SLOTS), "PYTHONPATH": ""}
     launched_at = time.time()
     # a session of its own: should it hang, the launcher and its ranks are stopped together
@@ -170,12 +171,6 @@ def _phases(start: float, marks: list[tuple[str, float | None]]) -> dict[str, fl
         phases[name] = round(at - previous, 3)
         previous = at
     return phases
-
-
-def _free_port() -> int:
-    from shared.redis_server import free_port
-
-    return free_port()
 
 
 # --- Figures

@@ -185,7 +185,7 @@ def compare(title: str, direct: list[float], this: list[float], baseline: list[f
 
 
 def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
-    from shared.redis_server import free_port
+    from shared.ports import free_port
 
     port = free_port()
     log = (stack.home / "api-baseline.log").open("ab")

@@ -28,12 +28,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import redis
-
 from shared import logs, reasons
 from shared.errors import Conflict
 from shared.states import EndpointPhase
 from shared.store import Store
+from shared.transactions import transact
 
 INDEX_VERSION = "1"
 # (Redis client, key prefix) whose index this process has seen built: checked once per process
@@ -147,24 +146,20 @@ def create_endpoint_doc(store: Store, doc: dict[str, Any]) -> dict[str, Any]:
         return store.create(doc)
     _ensure_once(store)
     index = store.keys.endpoint_name_index(workload)
-    with store.redis.pipeline() as pipe:
-        while True:
-            try:
-                pipe.watch(index)
-                holder_id = pipe.hget(index, name)
-                raw = pipe.get(store.keys.resource(holder_id)) if holder_id else None
-                holder = json.loads(raw) if raw else None
-                if _is_live_named(holder, name) and holder.get("workload") == workload:
-                    pipe.unwatch()
-                    raise name_taken(name, holder)
-                pipe.multi()
-                created = store.create_in(pipe, doc)
-                pipe.hset(index, name, doc["id"])
-                pipe.sadd(store.keys.endpoint_name_workloads(), workload)
-                pipe.execute()
-                return created
-            except redis.WatchError:
-                continue
+
+    def write(pipe) -> dict[str, Any]:
+        holder_id = pipe.hget(index, name)
+        raw = pipe.get(store.keys.resource(holder_id)) if holder_id else None
+        holder = json.loads(raw) if raw else None
+        if _is_live_named(holder, name) and holder.get("workload") == workload:
+            raise name_taken(name, holder)
+        pipe.multi()
+        created = store.create_in(pipe, doc)
+        pipe.hset(index, name, doc["id"])
+        pipe.sadd(store.keys.endpoint_name_workloads(), workload)
+        return created
+
+    return transact(store.redis, write, index)
 
 
 def _ensure_once(store: Store) -> None:
@@ -204,19 +199,14 @@ def ensure_name_index(store: Store) -> bool:
 
 def _index_if_free(store: Store, workload: str, name: str, endpoint_id: str) -> None:
     index = store.keys.endpoint_name_index(workload)
-    with store.redis.pipeline() as pipe:
-        while True:
-            try:
-                pipe.watch(index)
-                current = pipe.hget(index, name)
-                raw = pipe.get(store.keys.resource(current)) if current and current != endpoint_id else None
-                if raw and _is_live_named(json.loads(raw), name):
-                    pipe.unwatch()
-                    return  # indexed already (an endpoint created since the rebuild began)
-                pipe.multi()
-                pipe.hset(index, name, endpoint_id)
-                pipe.sadd(store.keys.endpoint_name_workloads(), workload)
-                pipe.execute()
-                return
-            except redis.WatchError:
-                continue
+
+    def write(pipe) -> None:
+        current = pipe.hget(index, name)
+        raw = pipe.get(store.keys.resource(current)) if current and current != endpoint_id else None
+        if raw and _is_live_named(json.loads(raw), name):
+            return  # indexed already (an endpoint created since the rebuild began)
+        pipe.multi()
+        pipe.hset(index, name, endpoint_id)
+        pipe.sadd(store.keys.endpoint_name_workloads(), workload)
+
+    transact(store.redis, write, index)

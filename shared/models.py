@@ -1,4 +1,4 @@
-"""The model-load spec: where a catalog model lives on disk, and the one way every engine loads it.
+"""Loading a catalog model: where it lives on disk, and the one way every engine and server loads it.
 
 A catalog entry names its model one of three ways:
     builtin: NAME   a built-in tiny model, built offline on first use (shared.tiny_models)

@@ -36,6 +36,7 @@ import redis
 
 from shared import reasons
 from shared.child_env import child_env
+from shared.ports import free_port
 from shared.private_files import FILE_MODE, make_private, private_dirs, use_private_umask
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
@@ -136,12 +137,6 @@ def pinned_executable(data_dir: Path, *, candidates: list[str] | None = None) ->
     with os.fdopen(fd, "w") as out:
         json.dump({"executable": chosen, "version": _dotted(versions[chosen])}, out)
     return chosen
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def port_in_use(host: str, port: int) -> bool:

@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 
 from shared.snapshots import ADAPTER_DIR, LAYOUT1_STATE_FILES, MANIFEST_FILE, TRAINING_STATE_DIR
 
-PARTS = ("weights", "trainingState")
 _CHUNK = 1024 * 1024
 
 

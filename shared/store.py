@@ -23,6 +23,7 @@ from shared.errors import NotFound, ValidationFailed
 from shared.ids import kind_of
 from shared.keys import Keys
 from shared.times import now_iso
+from shared.transactions import transact
 
 
 class Store:
@@ -78,28 +79,23 @@ class Store:
         commands in the same transaction: they are written with the change, or not at all.
         """
         key = self.keys.resource(resource_id)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    raw = pipe.get(key)
-                    if raw is None:
-                        pipe.unwatch()
-                        raise NotFound(reasons.resource_id_unknown(resource_id), details={"id": resource_id})
-                    current = json.loads(raw)
-                    new = change(dict(current))
-                    if new is None:
-                        pipe.unwatch()
-                        return current
-                    new["updatedAt"] = now_iso()
-                    pipe.multi()
-                    pipe.set(key, json.dumps(new))
-                    if also is not None:
-                        also(pipe, new)
-                    pipe.execute()
-                    return new
-                except redis.WatchError:
-                    continue
+
+        def write(pipe: Any) -> dict[str, Any]:
+            raw = pipe.get(key)
+            if raw is None:
+                raise NotFound(reasons.resource_id_unknown(resource_id), details={"id": resource_id})
+            current = json.loads(raw)
+            new = change(dict(current))
+            if new is None:
+                return current
+            new["updatedAt"] = now_iso()
+            pipe.multi()
+            pipe.set(key, json.dumps(new))
+            if also is not None:
+                also(pipe, new)
+            return new
+
+        return transact(self.redis, write, key)
 
     def list(
         self,

@@ -45,7 +45,7 @@ def snapshot_archive(step: int) -> bytes:
 
 
 def serve(app) -> tuple[str, uvicorn.Server]:
-    from shared.redis_server import free_port
+    from shared.ports import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, loop="asyncio", http="httptools",

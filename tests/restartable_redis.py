@@ -20,7 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from shared.redis_server import free_port, redis_answers, redis_executable
+from shared.ports import free_port
+from shared.redis_server import redis_answers, redis_executable
 
 START_TIMEOUT_S = 15.0
 

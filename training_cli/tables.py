@@ -310,10 +310,6 @@ def waiting_text(scheduling: dict[str, Any] | None) -> str:
     return reasons.waiting_text(scheduling)
 
 
-waiting_on_text = reasons.waiting_on
-idle_text = reasons.idle_text
-
-
 def _loss(progress: dict[str, Any]) -> str:
     loss, first = progress.get("loss"), progress.get("firstLoss")
     if loss is None:

@@ -49,12 +49,6 @@ class DatasetSchema(ResourceSchema):
     deletedAt = fields.String(metadata={"description": "only in the answer to DELETE"})
 
 
-class DatasetFaultSchema(Schema):
-    line = fields.Integer()
-    field = fields.String()
-    problem = fields.String()
-
-
 class ProgressSchema(Schema):
     step = fields.Integer()
     totalSteps = fields.Integer(allow_none=True)

@@ -24,7 +24,7 @@ import structlog
 
 from services.endpoint_manager import supervisor
 from services.endpoint_manager.decide import Action, Decision, Probe, decide
-from shared import reasons
+from shared import leases, reasons
 from shared.artifacts import ArtifactRoot, join
 from shared.catalog import Catalog
 from shared.claims.queue import ClaimQueue
@@ -42,14 +42,6 @@ from shared.times import now_iso
 
 MANAGER_LEASE_MS = 15_000  # a manager that stops renewing is replaced after this long
 JUDGE_CHECK_EVERY_S = 2.0  # how often an idle judge looks again for runs that use it
-
-_HOLD = """
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if not holder then return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) and 1 or 0 end
-return 0
-"""
-_LET_GO = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
 
 class EndpointManager:
@@ -82,8 +74,7 @@ class EndpointManager:
 
     # --- the pass
     def hold_lease(self) -> bool:
-        return bool(self.store.redis.eval(_HOLD, 1, self.keys.endpoint_manager(self.node), self.token,
-                                          self.lease_ms))
+        return leases.hold(self.store.redis, self.keys.endpoint_manager(self.node), self.token, self.lease_ms)
 
     def run_once(self) -> Counter:
         """One pass over this node's endpoints. Returns how many of each action it took."""
@@ -318,6 +309,6 @@ class EndpointManager:
             for endpoint_id in list(self.children):
                 self._forget(endpoint_id, stop=True)
         try:
-            self.store.redis.eval(_LET_GO, 1, self.keys.endpoint_manager(self.node), self.token)
+            leases.release(self.store.redis, self.keys.endpoint_manager(self.node), self.token)
         except redis.RedisError:
             pass  # it expires on its own

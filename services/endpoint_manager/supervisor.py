@@ -20,7 +20,7 @@ import requests
 
 from shared.artifacts import ArtifactRoot, endpoint_key, join
 from shared.child_env import child_env
-from shared.redis_server import free_port
+from shared.ports import free_port
 from shared.times import now_iso
 
 REPO = Path(__file__).resolve().parents[2]

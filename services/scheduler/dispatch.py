@@ -38,7 +38,6 @@ DISPATCH_LOCK_S = 10
 TASK_KINDS = {"run": (RUNS, runs.DONE), "evaluation": (EVALUATIONS, evaluations.DONE)}
 
 
-granted_sentence = reasons.granted  # kept for callers of the old name
 
 
 def needs_no_devices(kind: str, doc: dict[str, Any] | None) -> bool:

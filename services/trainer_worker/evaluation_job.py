@@ -1,7 +1,7 @@
 """Carry out one granted evaluation claim on this node (SPEC 2.5): take the lease, load the model
 through the shared load spec, score the rows, write the per-row results, end the evaluation and
-give the GPUs back. Plain Python: `execution.execute` calls `evaluate` for kind "evaluation",
-holding its lease (`execution.with_lease`).
+give the GPUs back. Plain Python: `leased_work.execute` calls `evaluate` for kind "evaluation",
+holding its lease (`leased_work.with_lease`).
 
 The lease and fence are the run's (lease.py): an evaluation is scored in one place only, every
 write checks the fence, and a worker that is lost leaves the evaluation to the scheduler, which
@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from services.trainer_worker import stopping
-from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
+from services.trainer_worker.node_worker import take_devices, use_granted_devices
+from services.trainer_worker.work_reporter import WorkReporter
 from shared import reasons
 from shared.artifacts import dataset_key, evaluation_rows_key, join
 from shared.datasets import read_rows
@@ -31,36 +33,27 @@ from shared.snapshot_files import damage_of
 from shared.states import EvaluationStatus
 
 PROGRESS_EVERY_S = 0.5
-CANCEL_CHECK_EVERY_S = 0.5
-
 
 # How long an evaluation waits for its judge endpoint to become READY, and how often it looks.
 JUDGE_WAIT_S = 120.0
 JUDGE_POLL_S = 0.5
 
 
-class EvaluationReporter:
+class EvaluationReporter(WorkReporter):
     """Fenced writes to one evaluation document, its events, progress and cancel requests."""
 
+    kind = "evaluation"
+
     def __init__(self, *, store, evaluation: dict[str, Any], lease: Lease, log):
-        self.store, self.lease, self.log = store, lease, log
-        self.id = evaluation["id"]
+        super().__init__(store=store, lease=lease, log=log, resource_id=evaluation["id"])
         self._last_progress = 0.0
-        self._last_cancel_check = 0.0
         self.cancelled = False
         self.worker_stopping = False  # its worker was asked to stop: it is given back, not ended
         self.scoring = False  # between rows from here on: it stops before its next row by itself
 
-    def update(self, change) -> dict[str, Any]:
-        return fenced_update(self.store, self.lease, "evaluation", change)
-
     def move(self, target: EvaluationStatus | Callable[[dict[str, Any]], EvaluationStatus | None],
              **fields: Any) -> dict[str, Any] | None:
         return fenced_move(self.store, self.lease, EVALUATIONS, target, **fields)
-
-    def event(self, message: str, level: str = "info") -> None:
-        self.store.add_event(self.id, message, level=level)
-        getattr(self.log, "warning" if level == "warn" else level, self.log.info)(message)
 
     def progress(self, done: int, total: int, *, force: bool = False) -> None:
         if not force and time.monotonic() - self._last_progress < PROGRESS_EVERY_S and done != total:
@@ -76,22 +69,17 @@ class EvaluationReporter:
     def should_stop(self) -> bool:
         """True once the user asked to cancel (read at most every CANCEL_CHECK_EVERY_S), or once its
         worker is stopping (stopping.py)."""
-        if self.lease.lost.is_set():
-            raise LeaseLost(f"lease of evaluation {self.id} expired")
+        self.check_lease()
         if stopping.current().requested.is_set():
             self.worker_stopping = True
             return True
-        now = time.monotonic()
-        if not self.cancelled and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
-            self._last_cancel_check = now
-            self.cancelled = bool((self.store.get(self.id) or {}).get("cancelRequested"))
+        if not self.cancelled and (doc := self.read_requests()) is not None:
+            self.cancelled = bool(doc.get("cancelRequested"))
         return self.cancelled
 
 
 def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
-    """Score a granted evaluation while holding its lease (execution.with_lease checked the claim)."""
-    from services.trainer_worker.execution import take_devices
-
+    """Score a granted evaluation while holding its lease (leased_work.with_lease checked the claim)."""
     devices = list(claim["devices"])
     doc = worker.store.update(doc["id"], take_devices(lease, worker.node, devices))
     reporter = EvaluationReporter(store=worker.store, evaluation=doc, lease=lease, log=log)
@@ -108,17 +96,15 @@ def evaluate(worker, doc: dict[str, Any], claim: dict[str, Any], lease: Lease, l
         return "stopped: lease lost"
     except Exception as exc:  # the scoring failed: the evaluation says why, the worker lives on
         if unreachable(exc):
-            raise  # not the scoring: its store (execution.with_lease leaves it to be re-queued)
+            raise  # not the scoring: its store (leased_work.with_lease leaves it to be re-queued)
         log.exception("evaluation failed")
         outcome, detail = EvaluationStatus.FAILED, reasons.evaluation_failed(WorkFailed.of(exc).sentence)
         reporter.event(detail, level="error")
 
     # Stopped for its worker's stop, or failed as it stopped: given back, not ended.
     if (reporter.worker_stopping or stopping.current().requested.is_set()) and outcome != EvaluationStatus.SUCCEEDED:
-        from services.trainer_worker.execution import hand_back_stopped
-
         with stopping.current().ending():
-            given = hand_back_stopped(worker, claim, lease, log)
+            given = stopping.hand_back(worker, claim, lease, log)
         log.info("evaluation given back: its worker is stopping", outcome=given)
         return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
     scored = {"metrics": metrics, "results": results} if metrics is not None else {}
@@ -174,7 +160,6 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):
     """Returns (outcome, metrics, results, detail)."""
     from services.trainer_worker.engines.evaluate import score
-    from services.trainer_worker.execution import use_granted_devices
     from shared.load_spec import load_model, load_spec_for
     from shared.serving.generation import Generator
 

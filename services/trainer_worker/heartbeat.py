@@ -31,37 +31,16 @@ from pathlib import Path
 
 import redis
 
-from services.trainer_worker.lease import RELEASE_IF_HELD
+from shared import leases
 from shared.keys import Keys
 from shared.times import now_iso
 
 HEARTBEAT_EVERY_S = 3.0
 HEARTBEAT_TTL_S = 10
+HEARTBEAT_TTL_MS = HEARTBEAT_TTL_S * 1000
 TAKE_POLL_S = 0.25
 # Beyond a stopping worker's grace: its pool processes' last writes, and the main process's exit.
 STOPPING_MARGIN_S = 4.0
-
-# Set only if free or already ours; answers 1 when it is ours now. The ready key (KEYS[2]) is
-# kept with it while ARGV[3] is 1, by its holder only.
-_BEAT = """
-local held = redis.call('GET', KEYS[1])
-if held == false or held == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-  if ARGV[3] == '1' then
-    redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
-  end
-  return 1
-end
-return 0
-"""
-# Replace the holder we saw (a dead process), and only it.
-_REPLACE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-  return 1
-end
-return 0
-"""
 
 
 class Taken(StrEnum):
@@ -148,16 +127,13 @@ class NodeHeartbeat:
         this machine; else wait up to `wait_s` for it to expire; else share it (see the module)."""
         deadline = time.monotonic() + wait_s
         while True:
-            if self.redis.set(self.key, self.value, nx=True, ex=HEARTBEAT_TTL_S):
+            if leases.take(self.redis, self.key, self.value, HEARTBEAT_TTL_MS):
                 self.taken = Taken.FREE
                 return self.taken
             held = self.redis.get(self.key)
-            if held == self.value:  # our own SET, whose answer a blip lost
-                self.taken = Taken.FREE
-                return self.taken
             holder = Holder.parse(held)
             if held is not None and dead_here(holder.host, holder.pid, holder.started):
-                if self.redis.eval(_REPLACE, 1, self.key, held, self.value, HEARTBEAT_TTL_S):
+                if leases.replace(self.redis, self.key, held, self.value, HEARTBEAT_TTL_MS):
                     self.taken, self.previous = Taken.TOOK_OVER, holder
                     return self.taken
                 continue  # it changed meanwhile: look again
@@ -172,8 +148,12 @@ class NodeHeartbeat:
         return self.taken in (Taken.FREE, Taken.TOOK_OVER)
 
     def beat(self) -> bool:
-        return bool(self.redis.eval(_BEAT, 2, self.key, self.ready_key, self.value, HEARTBEAT_TTL_S,
-                                    "1" if self.ready else "0"))
+        """Renew the heartbeat (taking it if it is free) and, once ready, the ready key with it."""
+        if not leases.hold(self.redis, self.key, self.value, HEARTBEAT_TTL_MS):
+            return False
+        if self.ready:
+            self.redis.set(self.ready_key, self.value, px=HEARTBEAT_TTL_MS)
+        return True
 
     def mark_ready(self) -> None:
         """The worker takes tasks now: say so with this beat and every later one."""
@@ -208,7 +188,7 @@ class NodeHeartbeat:
         try:
             if giving_back_s is not None and self.taken in (Taken.FREE, Taken.TOOK_OVER):
                 self.redis.set(self.stopping_key, self.value, ex=max(1, math.ceil(giving_back_s + STOPPING_MARGIN_S)))
-            self.redis.eval(RELEASE_IF_HELD, 1, self.ready_key, self.value)
-            self.redis.eval(RELEASE_IF_HELD, 1, self.key, self.value)
+            leases.release(self.redis, self.ready_key, self.value)
+            leases.release(self.redis, self.key, self.value)
         except redis.RedisError:
             pass

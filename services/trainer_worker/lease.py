@@ -17,31 +17,12 @@ import threading
 
 import redis
 
+from shared import leases
 from shared.keys import Keys
 from shared.lifecycle.core import Lifecycle, StaleWriter, fenced
 
 LEASE_TTL_MS = 30_000
 RENEW_EVERY_S = 5.0
-
-_RENEW = """
-local held = redis.call('GET', KEYS[1])
-if held == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-if held == false and redis.call('GET', KEYS[2]) == ARGV[3] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 2
-end
-return 0
-"""
-# Delete a key only while it still holds our value (the lease here; the node heartbeat too).
-RELEASE_IF_HELD = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
-
 
 class LeaseLost(Exception):
     """This worker no longer holds the run's lease; it must stop touching the run."""
@@ -60,10 +41,8 @@ class Lease:
         self._thread: threading.Thread | None = None
 
     def acquire(self) -> bool:
-        if not self.redis.set(self.key, self.token, nx=True, px=LEASE_TTL_MS):
-            # A SET that Redis applied but whose answer a blip lost (then retried) finds our own token.
-            if self.redis.get(self.key) != self.token:
-                return False
+        if not leases.take(self.redis, self.key, self.token, LEASE_TTL_MS):
+            return False
         self.fence = int(self.redis.incr(self.fence_key))
         self._thread = threading.Thread(target=self._heartbeat, name=f"lease-{self.key}", daemon=True)
         self._thread.start()
@@ -72,7 +51,8 @@ class Lease:
     def _heartbeat(self) -> None:
         while not self._stop.wait(RENEW_EVERY_S):
             try:
-                if not self.redis.eval(_RENEW, 2, self.key, self.fence_key, self.token, LEASE_TTL_MS, self.fence):
+                if not leases.renew_fenced(self.redis, self.key, self.token, LEASE_TTL_MS,
+                                           fence_key=self.fence_key, fence=self.fence):
                     self.lost.set()
                     return
             except redis.RedisError:
@@ -83,7 +63,7 @@ class Lease:
         if self._thread:
             self._thread.join(timeout=2)
         try:
-            self.redis.eval(RELEASE_IF_HELD, 1, self.key, self.token)
+            leases.release(self.redis, self.key, self.token)
         except redis.RedisError:
             pass  # it expires on its own
 

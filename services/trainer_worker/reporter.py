@@ -16,8 +16,9 @@ from typing import Any, Iterable
 
 from services.trainer_worker import fenced_snapshots, stopping
 from services.trainer_worker.engines.base import STOP_PAUSE
-from services.trainer_worker.lease import Lease, LeaseLost, fenced_move, fenced_update
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.trackers.scalars import SentSteps
+from services.trainer_worker.work_reporter import WorkReporter
 from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
@@ -28,7 +29,6 @@ from shared.store import Store
 from shared.times import now_iso
 
 PROGRESS_EVERY_S = 0.25
-CANCEL_CHECK_EVERY_S = 0.5
 # What `RunReporter.stop` holds when its worker is stopping: the engine is asked to pause (a snapshot
 # at the step boundary), and the run is then given back to the queue (stopping.py).
 STOP_REQUEUE = "requeue"
@@ -38,33 +38,31 @@ class CancelledWhileStarting(Exception):
     """The user cancelled the run while its engine loaded: it ends CANCELLED before its first step."""
 
 
-class RunReporter:
+class RunReporter(WorkReporter):
+    """What a run's engine reports through (engines.base.Reporter): progress, metrics, events,
+    snapshots, and the user's cancel or pause."""
+
+    kind = "run"
+
     def __init__(self, *, store: Store, artifacts: ArtifactRoot, run: dict[str, Any], lease: Lease, log,
                  trackers=None, earlier: Iterable[dict[str, Any]] | None = None):
-        self.store = store
+        super().__init__(store=store, lease=lease, log=log, resource_id=run["id"])
         self.artifacts = artifacts
         self.run_id = run["id"]
         self.workload = run["workload"]
         self.attempt = int(run.get("attempts") or 0)  # a re-queued run trains some steps again
-        self.lease = lease
-        self.log = log
         self.total_steps: int | None = None
         self.last_step = int((run.get("progress") or {}).get("step") or 0)
         self._started_at: float | None = None
         self._first_step: int | None = None
         self._first_loss: float | None = (run.get("progress") or {}).get("firstLoss")
         self._last_progress_write = 0.0
-        self._last_cancel_check = 0.0
         self._pending: dict[str, Any] | None = None
         self.stop: str | None = None  # None, "cancel" or "pause" (the user's), STOP_REQUEUE (its worker's)
         self.trackers = trackers  # trackers.Trackers, or None: the run's series only
         # (name, step) already in the run's series, from an earlier attempt: not logged again
         self.logged = SentSteps(store.metrics(self.run_id) if earlier is None else earlier)
         self.unsaved = False  # a step trained here since the last snapshot written here
-
-    # --- fenced writes
-    def update_run(self, change) -> dict[str, Any]:
-        return fenced_update(self.store, self.lease, "run", change)
 
     # --- engines.base.Reporter
     def started(self, *, total_steps: int) -> None:
@@ -116,11 +114,7 @@ class RunReporter:
             doc["progress"] = {**doc["progress"], **{k: v for k, v in pending.items() if v is not None}}
             return doc
 
-        self.update_run(progress)
-
-    def event(self, message: str, level: str = "info") -> None:
-        self.store.add_event(self.run_id, message, level=level)
-        getattr(self.log, "warning" if level == "warn" else level, self.log.info)(message)
+        self.update(progress)
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)
@@ -157,17 +151,13 @@ class RunReporter:
     def stop_request(self) -> str | None:
         """None, "cancel" or "pause": what the user asked of this run since it started, or "pause"
         when its worker is stopping (then `stop` is STOP_REQUEUE: the run is given back once saved)."""
-        if self.lease.lost.is_set():
-            raise LeaseLost(f"lease of run {self.run_id} expired")
+        self.check_lease()
         if self.stop is None and stopping.current().requested.is_set():
             self.stop = STOP_REQUEUE
             self.event(reasons.worker_stopping(stopping.current().grace_s))
         if self.stop == STOP_REQUEUE:
             return STOP_PAUSE
-        now = time.monotonic()
-        if self.stop is None and now - self._last_cancel_check >= CANCEL_CHECK_EVERY_S:
-            self._last_cancel_check = now
-            doc = self.store.get(self.run_id) or {}
+        if self.stop is None and (doc := self.read_requests()) is not None:
             if doc.get("cancelRequested"):
                 self.stop = "cancel"
             elif doc.get("pauseRequested"):

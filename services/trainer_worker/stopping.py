@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import reasons
+from shared.claims.orphans import give_back
 
 # How a pool process that the watchdog ended exits: Celery logs it and re-queues its message,
 # which finds its claim gone when delivered again.
@@ -189,3 +190,16 @@ def on_worker_shutting_down(heartbeat: Any, log: Any, *, grace_s: float | None =
                  processes=pids)
 
     threading.Thread(target=then, name="worker-stopping", daemon=True).start()
+
+
+def hand_back(worker, claim: dict[str, Any], lease, log, *, late: bool = False) -> str | None:
+    """Give the claim's run or evaluation back because this worker is stopping: QUEUED keeping its place, through the one way back (shared/claims/orphans.py). `late`: the
+    watchdog gives it back, the grace over (a run: with steps its snapshot does not hold)."""
+    if late and claim["kind"] == "run":
+        worker.store.add_event(claim["resource"], reasons.worker_stopped_unsaved(current().grace_s),
+                               level="warn")
+    outcome = give_back(worker.claims(), worker.store, claim,
+                        requeued_event=reasons.worker_stopped_requeued(worker.node),
+                        cancelled_detail=reasons.worker_stopped_cancelled(worker.node), log=log)
+    lease.release()  # at once: the next holder must not take this process for a dead one
+    return outcome

@@ -31,9 +31,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from services.trainer_worker.lease import RELEASE_IF_HELD, Lease, LeaseLost, fenced_move
+from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reclaim import lease_holder_gone
-from shared import reasons
+from shared import leases, reasons
 from shared.claims.orphans import LEASED_KINDS, give_back, in_workers_hands
 from shared.errors import NotFound
 
@@ -61,7 +61,7 @@ def take(worker: Any, claim: dict[str, Any], doc: dict[str, Any], lease: Lease, 
             continue
         if not in_workers_hands(claim, doc) or not lease_holder_gone(worker.store, claim, token, log):
             return Taken.HELD
-        worker.redis.eval(RELEASE_IF_HELD, 1, worker.keys.lease(doc["id"]), token)
+        leases.release(worker.redis, worker.keys.lease(doc["id"]), token)
         log.warning("the process that held this work is gone; taking its lease", holder=token)
         if lease.acquire():
             return Taken.FROM_LOST

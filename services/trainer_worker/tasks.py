@@ -1,4 +1,4 @@
-"""Celery tasks: thin, they only call into execution.py."""
+"""Celery tasks: thin, they only call into leased_work.py."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def register(app: Celery, config, node: str) -> None:
     def execute_task(self, kind: str, resource_id: str, claim_id: str) -> str:
         global _worker
         from services.trainer_worker import stopping
-        from services.trainer_worker.execution import Worker, execute
+        from services.trainer_worker.leased_work import execute
+        from services.trainer_worker.node_worker import Worker
         from shared import logs
 
         # SIGTERM from now on gives this task's work back (the process runs this one task only); in

@@ -6,7 +6,7 @@ it loads a model (on this 2-core machine about as long as the bare TRL script's 
 docs/performance.md); imported here, in the parent, every child starts with them in memory.
 
 Nothing here touches a device: importing torch does not initialise CUDA, so a child still chooses
-its GPUs (CUDA_VISIBLE_DEVICES, execution.use_granted_devices) before CUDA starts, and no torch
+its GPUs (CUDA_VISIBLE_DEVICES, node_worker.use_granted_devices) before CUDA starts, and no torch
 thread pool exists yet to be lost across the fork.
 """
 

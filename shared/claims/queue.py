@@ -27,6 +27,7 @@ from shared.ids import Kind, new_id
 from shared.keys import Keys
 from shared.states import ClaimState
 from shared.times import now_iso
+from shared.transactions import transact
 
 __all__ = ["ClaimQueue", "claim_view", "device_index", "CLAIM_KINDS"]
 
@@ -121,56 +122,48 @@ class ClaimQueue:
             "dispatchedAt": None, "releasedAt": None, "model": model,
         }
         owner_key = self.keys.claim_of(resource_id)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(owner_key)
-                    live_id = pipe.get(owner_key)
-                    live = self._docs(pipe, [live_id])[0] if live_id else None
-                    if live and live["state"] != ClaimState.RELEASED:
-                        pipe.unwatch()
-                        raise Conflict(
-                            reasons.claim_exists(kind, resource_id, live["id"], live["state"]),
-                            details={"claim": live["id"]},
-                        )
-                    pipe.multi()
-                    pipe.set(self.keys.claim(claim["id"]), json.dumps(claim))
-                    pipe.zadd(self.keys.pool_queue(pool), {claim["id"]: seq})
-                    pipe.set(owner_key, claim["id"])
-                    pipe.zadd(self.keys.workload_queued(workload), {claim["id"]: time.time()})
-                    self._wake(pipe)
-                    pipe.execute()
-                    return claim
-                except redis.WatchError:
-                    continue
+
+        def write(pipe: Any) -> dict[str, Any]:
+            live_id = pipe.get(owner_key)
+            live = self._docs(pipe, [live_id])[0] if live_id else None
+            if live and live["state"] != ClaimState.RELEASED:
+                raise Conflict(
+                    reasons.claim_exists(kind, resource_id, live["id"], live["state"]),
+                    details={"claim": live["id"]},
+                )
+            pipe.multi()
+            pipe.set(self.keys.claim(claim["id"]), json.dumps(claim))
+            pipe.zadd(self.keys.pool_queue(pool), {claim["id"]: seq})
+            pipe.set(owner_key, claim["id"])
+            pipe.zadd(self.keys.workload_queued(workload), {claim["id"]: time.time()})
+            self._wake(pipe)
+            return claim
+
+        return transact(self.redis, write, owner_key)
 
     def release(self, claim_id: str) -> dict[str, Any] | None:
         """Give the claim's devices back (or leave the queue). Idempotent; None if unknown."""
         key = self.keys.claim(claim_id)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    claim = self._docs(pipe, [claim_id])[0]
-                    if claim is None or claim["state"] == ClaimState.RELEASED:
-                        pipe.unwatch()
-                        return claim
-                    owner_key = self.keys.claim_of(claim["resource"])
-                    pipe.watch(owner_key)
-                    owned = pipe.get(owner_key) == claim_id
-                    claim = {**claim, "state": ClaimState.RELEASED.value, "releasedAt": now_iso()}
-                    pipe.multi()
-                    pipe.zrem(self.keys.pool_queue(claim["pool"]), claim_id)
-                    pipe.srem(self.keys.pool_held(claim["pool"]), claim_id)
-                    pipe.zrem(self.keys.workload_queued(claim.get("workload", "")), claim_id)
-                    pipe.set(key, json.dumps(claim), ex=RELEASED_CLAIM_TTL_S)
-                    if owned:
-                        pipe.delete(owner_key)
-                    self._wake(pipe)
-                    pipe.execute()
-                    return claim
-                except redis.WatchError:
-                    continue
+
+        def write(pipe: Any) -> dict[str, Any] | None:
+            claim = self._docs(pipe, [claim_id])[0]
+            if claim is None or claim["state"] == ClaimState.RELEASED:
+                return claim
+            owner_key = self.keys.claim_of(claim["resource"])
+            pipe.watch(owner_key)
+            owned = pipe.get(owner_key) == claim_id
+            claim = {**claim, "state": ClaimState.RELEASED.value, "releasedAt": now_iso()}
+            pipe.multi()
+            pipe.zrem(self.keys.pool_queue(claim["pool"]), claim_id)
+            pipe.srem(self.keys.pool_held(claim["pool"]), claim_id)
+            pipe.zrem(self.keys.workload_queued(claim.get("workload", "")), claim_id)
+            pipe.set(key, json.dumps(claim), ex=RELEASED_CLAIM_TTL_S)
+            if owned:
+                pipe.delete(owner_key)
+            self._wake(pipe)
+            return claim
+
+        return transact(self.redis, write, key)
 
     def requeue(self, claim_id: str, *, new_claim_id: str | None = None) -> dict[str, Any] | None:
         """Release the claim and queue a new one for the same resource at the same place (seq), in
@@ -180,43 +173,38 @@ class ClaimQueue:
         it is `new_claim_id` (a re-queue that already happened), else None.
         """
         key = self.keys.claim(claim_id)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    old = self._docs(pipe, [claim_id])[0]
-                    if old is None:
-                        pipe.unwatch()
-                        return None
-                    owner_key = self.keys.claim_of(old["resource"])
-                    pipe.watch(owner_key)
-                    live_id = pipe.get(owner_key)
-                    if old["state"] == ClaimState.RELEASED:
-                        pipe.unwatch()
-                        live = self.get(live_id) if live_id else None
-                        return live if live and new_claim_id and live["id"] == new_claim_id else None
-                    stamp = now_iso()
-                    new = {
-                        **old, "id": new_claim_id or new_id(Kind.CLAIM), "state": ClaimState.WAITING.value,
-                        "node": None, "devices": [], "submittedAt": stamp, "grantedAt": None,
-                        "dispatchedAt": None, "releasedAt": None, "leaseSeenAt": None,
-                    }
-                    released = {**old, "state": ClaimState.RELEASED.value, "releasedAt": stamp}
-                    pipe.multi()
-                    pipe.zrem(self.keys.pool_queue(old["pool"]), claim_id)
-                    pipe.srem(self.keys.pool_held(old["pool"]), claim_id)
-                    pipe.set(key, json.dumps(released), ex=RELEASED_CLAIM_TTL_S)
-                    pipe.set(self.keys.claim(new["id"]), json.dumps(new))
-                    pipe.zadd(self.keys.pool_queue(new["pool"]), {new["id"]: new["seq"]})
-                    pipe.set(owner_key, new["id"])
-                    # waiting again: it counts as queued (but is not refused: it was queued before)
-                    pipe.zrem(self.keys.workload_queued(old.get("workload", "")), claim_id)
-                    pipe.zadd(self.keys.workload_queued(new.get("workload", "")), {new["id"]: time.time()})
-                    self._wake(pipe)
-                    pipe.execute()
-                    return new
-                except redis.WatchError:
-                    continue
+
+        def write(pipe: Any) -> dict[str, Any] | None:
+            old = self._docs(pipe, [claim_id])[0]
+            if old is None:
+                return None
+            owner_key = self.keys.claim_of(old["resource"])
+            pipe.watch(owner_key)
+            live_id = pipe.get(owner_key)
+            if old["state"] == ClaimState.RELEASED:
+                live = self.get(live_id) if live_id else None
+                return live if live and new_claim_id and live["id"] == new_claim_id else None
+            stamp = now_iso()
+            new = {
+                **old, "id": new_claim_id or new_id(Kind.CLAIM), "state": ClaimState.WAITING.value,
+                "node": None, "devices": [], "submittedAt": stamp, "grantedAt": None,
+                "dispatchedAt": None, "releasedAt": None, "leaseSeenAt": None,
+            }
+            released = {**old, "state": ClaimState.RELEASED.value, "releasedAt": stamp}
+            pipe.multi()
+            pipe.zrem(self.keys.pool_queue(old["pool"]), claim_id)
+            pipe.srem(self.keys.pool_held(old["pool"]), claim_id)
+            pipe.set(key, json.dumps(released), ex=RELEASED_CLAIM_TTL_S)
+            pipe.set(self.keys.claim(new["id"]), json.dumps(new))
+            pipe.zadd(self.keys.pool_queue(new["pool"]), {new["id"]: new["seq"]})
+            pipe.set(owner_key, new["id"])
+            # waiting again: it counts as queued (but is not refused: it was queued before)
+            pipe.zrem(self.keys.workload_queued(old.get("workload", "")), claim_id)
+            pipe.zadd(self.keys.workload_queued(new.get("workload", "")), {new["id"]: time.time()})
+            self._wake(pipe)
+            return new
+
+        return transact(self.redis, write, key)
 
     def touch_lease(self, claim_id: str, stamp: str) -> None:
         """Record on a granted claim that its worker's lease was seen at `stamp`."""
@@ -234,21 +222,17 @@ class ClaimQueue:
         the stored claim and returns the new one, or None to leave it. Returns the claim as stored
         (None if unknown)."""
         key = self.keys.claim(claim_id)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    claim = self._docs(pipe, [claim_id])[0]
-                    new = change(claim) if claim is not None else None
-                    if new is None:
-                        pipe.unwatch()
-                        return claim
-                    pipe.multi()
-                    pipe.set(key, json.dumps(new))
-                    pipe.execute()
-                    return new
-                except redis.WatchError:
-                    continue
+
+        def write(pipe: Any) -> dict[str, Any] | None:
+            claim = self._docs(pipe, [claim_id])[0]
+            new = change(claim) if claim is not None else None
+            if new is None:
+                return claim
+            pipe.multi()
+            pipe.set(key, json.dumps(new))
+            return new
+
+        return transact(self.redis, write, key)
 
     def grant_pass(self, config: DeploymentConfig, pool_name: str) -> list[dict[str, Any]]:
         """Grant what fits now in one pool (rules in grants.py). Returns the granted claims.
@@ -262,45 +246,41 @@ class ClaimQueue:
         states = pool_node_states(self.redis, self.keys, pool)  # which kinds each node takes now
         counts = {name: n.devices for name, n in states.items() if n.takes}
         queue_key, held_key = self.keys.pool_queue(pool_name), self.keys.pool_held(pool_name)
-        with self.redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(queue_key, held_key)
-                    held, stale_held = self._split(pipe, pipe.smembers(held_key), ClaimState.GRANTED)
-                    held_views = [claim_view(c) for c in held]
-                    read: dict[str, dict[str, Any]] = {}
-                    stale_waiting: list[str] = []
-                    if any(free_devices(counts, held_views).values()):
-                        waiting = self._read_waiting(pipe, queue_key, read, stale_waiting)
-                        grants = plan_grants(states, held_views, waiting, pool.quotas)
-                    else:
-                        grants = []  # every device is held: nothing can start, the queue is not read
-                    if not (grants or stale_waiting or stale_held):
-                        pipe.unwatch()
-                        return []
-                    stamp = now_iso()
-                    granted = [
-                        {
-                            **read[g.claim_id], "state": ClaimState.GRANTED.value, "node": g.node,
-                            "devices": [f"{nodes[g.node].device_kind}:{i}" for i in g.device_indices],
-                            "grantedAt": stamp,
-                        }
-                        for g in grants
-                    ]
-                    pipe.multi()
-                    for claim in granted:
-                        pipe.set(self.keys.claim(claim["id"]), json.dumps(claim))
-                        pipe.zrem(queue_key, claim["id"])
-                        pipe.sadd(held_key, claim["id"])
-                        pipe.zrem(self.keys.workload_queued(claim.get("workload", "")), claim["id"])
-                    if stale_waiting:  # ids whose document is gone or in another state
-                        pipe.zrem(queue_key, *stale_waiting)
-                    if stale_held:
-                        pipe.srem(held_key, *stale_held)
-                    pipe.execute()
-                    return granted
-                except redis.WatchError:
-                    continue
+
+        def write(pipe: Any) -> list[dict[str, Any]]:
+            held, stale_held = self._split(pipe, pipe.smembers(held_key), ClaimState.GRANTED)
+            held_views = [claim_view(c) for c in held]
+            read: dict[str, dict[str, Any]] = {}
+            stale_waiting: list[str] = []
+            if any(free_devices(counts, held_views).values()):
+                waiting = self._read_waiting(pipe, queue_key, read, stale_waiting)
+                grants = plan_grants(states, held_views, waiting, pool.quotas)
+            else:
+                grants = []  # every device is held: nothing can start, the queue is not read
+            if not (grants or stale_waiting or stale_held):
+                return []
+            stamp = now_iso()
+            granted = [
+                {
+                    **read[g.claim_id], "state": ClaimState.GRANTED.value, "node": g.node,
+                    "devices": [f"{nodes[g.node].device_kind}:{i}" for i in g.device_indices],
+                    "grantedAt": stamp,
+                }
+                for g in grants
+            ]
+            pipe.multi()
+            for claim in granted:
+                pipe.set(self.keys.claim(claim["id"]), json.dumps(claim))
+                pipe.zrem(queue_key, claim["id"])
+                pipe.sadd(held_key, claim["id"])
+                pipe.zrem(self.keys.workload_queued(claim.get("workload", "")), claim["id"])
+            if stale_waiting:  # ids whose document is gone or in another state
+                pipe.zrem(queue_key, *stale_waiting)
+            if stale_held:
+                pipe.srem(held_key, *stale_held)
+            return granted
+
+        return transact(self.redis, write, queue_key, held_key)
 
     def _read_waiting(
         self, pipe: Any, queue_key: str, read: dict[str, dict[str, Any]], stale: list[str]

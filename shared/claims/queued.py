@@ -26,6 +26,7 @@ from shared.errors import TooManyQueued
 from shared.ids import Kind, new_id
 from shared.keys import Keys
 from shared.states import ClaimState
+from shared.transactions import transact
 
 # A reserved place whose claim was never submitted is given back after this long: far longer than
 # a request takes from its reservation to its submission, short enough that a failed one is not felt.
@@ -37,27 +38,23 @@ def reserve(client: redis.Redis, keys: Keys, *, workload: str, cap: int, count: 
     TooManyQueued when the workload's queued claims and reservations would pass `cap`."""
     key = keys.workload_queued(workload)
     wanted = [new_id(Kind.CLAIM) for _ in range(count)]
+
+    def write(pipe) -> list[str] | None:
+        queued = int(pipe.zcard(key))
+        if queued + count > cap:
+            if pruned:
+                raise TooManyQueued(reasons.queued_claims_cap(workload=workload, cap=cap, queued=queued, asked=count),
+                                    details={"workload": workload, "queued": queued, "maxQueued": cap})
+            return None
+        pipe.multi()
+        pipe.zadd(key, {claim_id: time.time() for claim_id in wanted})
+        return wanted
+
     pruned = False
-    with client.pipeline() as pipe:
-        while True:
-            try:
-                pipe.watch(key)
-                queued = int(pipe.zcard(key))
-                if queued + count > cap:
-                    pipe.unwatch()
-                    if pruned:
-                        raise TooManyQueued(reasons.queued_claims_cap(workload=workload, cap=cap, queued=queued,
-                                                                      asked=count),
-                                            details={"workload": workload, "queued": queued, "maxQueued": cap})
-                    prune(client, keys, workload)
-                    pruned = True
-                    continue
-                pipe.multi()
-                pipe.zadd(key, {claim_id: time.time() for claim_id in wanted})
-                pipe.execute()
-                return wanted
-            except redis.WatchError:
-                continue
+    while (reserved := transact(client, write, key)) is None:
+        prune(client, keys, workload)
+        pruned = True
+    return reserved
 
 
 def give_back(client: redis.Redis, keys: Keys, *, workload: str, claim_ids: list[str]) -> None:

@@ -58,7 +58,7 @@ def snapshot_import_damaged(source: str, file: str, problem: str) -> str:
 
 
 def snapshot_resumed_from_older(damaged_id: str, file: str, problem: str, older_id: str, step: int) -> str:
-    """A run resuming past a damaged snapshot (the warn event of services/trainer_worker/execution.py)."""
+    """A run resuming past a damaged snapshot (the warn event of services/trainer_worker/run_job.py)."""
     return (f"snapshot {damaged_id} is damaged (its file {file} {problem}); resuming from {older_id} "
             f"(step {step}), the newest intact snapshot with training state")
 

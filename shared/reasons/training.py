@@ -1,4 +1,4 @@
-"""The events of work on a worker as it goes (services/trainer_worker/execution.py, reporter.py,
+"""The events of work on a worker as it goes (services/trainer_worker/run_job.py, reporter.py,
 evaluation_job.py, engines/): taken, loaded, training, snapshots written, stopping, done."""
 
 from __future__ import annotations

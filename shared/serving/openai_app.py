@@ -70,19 +70,30 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     probe) answers 401 unless the request carries it as its bearer token: only the trainer's proxy,
     and the run or evaluation that started the process, hold it."""
     app = Flask(__name__)
-    spec = generator.spec
-
     if api_key:
-        expected = f"Bearer {api_key}".encode()
+        _require_key(app, api_key)
+    _answer_errors(app, log)
+    _model_routes(app, generator, log)
+    _generation_routes(app, generator, log)
+    return app
 
-        @app.before_request
-        def _authenticate():
-            if request.path == "/health":
-                return None
-            given = (request.headers.get("Authorization") or "").encode("latin-1", "replace")
-            if not hmac.compare_digest(given, expected):
-                return jsonify(error_body(401, SERVING_KEY_REQUIRED)), 401
+
+def _require_key(app: Flask, api_key: str) -> None:
+    """Every route but /health answers 401 without `api_key` as the request's bearer token."""
+    expected = f"Bearer {api_key}".encode()
+
+    @app.before_request
+    def _authenticate():
+        if request.path == "/health":
             return None
+        given = (request.headers.get("Authorization") or "").encode("latin-1", "replace")
+        if not hmac.compare_digest(given, expected):
+            return jsonify(error_body(401, SERVING_KEY_REQUIRED)), 401
+        return None
+
+
+def _answer_errors(app: Flask, log) -> None:
+    """Every error as vLLM words it: the trainer's own (their status), HTTP's, and anything else (500)."""
 
     @app.errorhandler(TrainerError)
     def trainer_error(exc: TrainerError):
@@ -98,6 +109,11 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
     def unexpected(exc: Exception):
         log.exception("request failed", path=request.path)
         return jsonify(error_body(500, reasons.serving_failed(reasons.error_text(exc)))), 500
+
+
+def _model_routes(app: Flask, generator: Generator, log) -> None:
+    """Health, the served models, and what changes them: adapters loaded and unloaded, base weights."""
+    spec = generator.spec
 
     @app.get("/health")
     def health():
@@ -143,6 +159,10 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         tensors = generator.update_weights(path)
         log.info("weights updated", path=path, tensors=tensors)
         return jsonify({"tensors": tensors})
+
+
+def _generation_routes(app: Flask, generator: Generator, log) -> None:
+    """`/v1/completions` and `/v1/chat/completions`: one answer, a stream, or many in one body."""
 
     def prepared(body: dict[str, Any], *prompts: list[int]):
         if not all(prompts):
@@ -207,8 +227,6 @@ def create_app(generator: Generator, log, *, api_key: str | None = None) -> Flas
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
                   "finish_reason": outcome.finish_reason, "stop_reason": None}
         return jsonify({**head, "object": "chat.completion", "choices": [choice], "usage": _usage(outcome)})
-
-    return app
 
 
 def _prompts(generator: Generator, prompt: Any) -> list[list[int]]:

@@ -31,7 +31,7 @@ from services.api import schemas
 from services.api.openapi import ROUTES
 from services.scheduler.dispatch import dispatch_granted
 from services.trainer_worker.evaluation_job import EvaluationReporter
-from services.trainer_worker.execution import take_devices
+from services.trainer_worker.node_worker import take_devices
 from services.trainer_worker.lease import Lease
 from services.trainer_worker.reporter import RunReporter
 from shared.artifacts import endpoint_key, evaluation_rows_key, join, run_key
@@ -158,8 +158,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
                                             precision="fp32", model=MODEL, gpus=1), final=False)
         reporter.event("a warning of the engine", level="warn")
         ask("POST", f"/v1/runs/{run}/pause")
-        reporter.update_run(lambda d: {**d, "status": run_transition(d["status"], RunStatus.PAUSED).value,
-                                       "pauseRequested": False})  # as execution._train ends a paused run
+        reporter.update(lambda d: {**d, "status": run_transition(d["status"], RunStatus.PAUSED).value,
+                                       "pauseRequested": False})  # as run_job.train_run ends a paused run
         context.claims().release(claim["id"])
     finally:
         lease.release()

@@ -16,7 +16,7 @@ import requests
 import uvicorn
 
 from shared import reasons, store
-from shared.redis_server import free_port
+from shared.ports import free_port
 from tests.api.openapi_check import problems
 from tests.conftest import ADMIN_TOKEN, make_config
 

@@ -17,7 +17,7 @@ import redis
 import requests
 import yaml
 
-from shared.redis_server import free_port
+from shared.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ import redis
 import requests
 
 from shared.keys import Keys
-from shared.redis_server import free_port
+from shared.ports import free_port
 from shared.store import Store
 from tests.e2e.stack import REPO, home_env, training
 from training_cli.stack_state import StackState

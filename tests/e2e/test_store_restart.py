@@ -29,7 +29,7 @@ import yaml
 
 from shared import reasons
 from shared.keys import Keys
-from shared.redis_server import free_port
+from shared.ports import free_port
 from tests.api.http_peer import HttpPeer
 from tests.e2e.stack import Stack
 from tests.restartable_redis import RestartableRedis

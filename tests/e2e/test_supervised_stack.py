@@ -26,7 +26,8 @@ import redis
 import requests
 
 from shared.keys import Keys
-from shared.redis_server import free_port, redis_answers
+from shared.ports import free_port
+from shared.redis_server import redis_answers
 from tests.e2e.stack import REPO, home_env, training
 from training_cli.stack_state import StackState, process_alive
 

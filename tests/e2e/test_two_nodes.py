@@ -22,7 +22,7 @@ import yaml
 
 from services.endpoint_manager import supervisor
 from shared.keys import Keys
-from shared.redis_server import free_port
+from shared.ports import free_port
 from shared.store import Store, connect
 from shared.times import epoch
 from tests.e2e.stack import Stack, stop_stack

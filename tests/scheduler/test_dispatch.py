@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from services.scheduler.dispatch import dispatch_granted, granted_sentence, sweep
+from services.scheduler.dispatch import dispatch_granted, sweep
+from shared import reasons
 from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.states import ClaimState, RunStatus
 
@@ -18,8 +19,8 @@ def dispatch(queue, store, config, sender):
 
 
 def test_granted_sentence_word_for_word():
-    assert granted_sentence(gpus=1, node="local", devices=["cpu:0"]) == "granted 1 GPU(s) on node local (cpu:0)"
-    assert (granted_sentence(gpus=2, node="big", devices=["cuda:0", "cuda:1"])
+    assert reasons.granted(gpus=1, node="local", devices=["cpu:0"]) == "granted 1 GPU(s) on node local (cpu:0)"
+    assert (reasons.granted(gpus=2, node="big", devices=["cuda:0", "cuda:1"])
             == "granted 2 GPU(s) on node big (cuda:0, cuda:1)")
 
 

@@ -12,7 +12,7 @@ from shared.celery_app import TRANSPORT, make_celery
 from shared.config import parse_config
 from shared.errors import ValidationFailed
 from shared.redis_retry import RetryFor, connect_retrying, unreachable
-from shared.redis_server import free_port
+from shared.ports import free_port
 
 CONFIG = {"pools": {"default": {"nodes": [{"name": "local", "devices": {"kind": "cpu", "count": 1}}]}}}
 

@@ -12,7 +12,7 @@ from shared.artifacts import ArtifactRoot
 from shared.catalog import Catalog
 from shared.load_spec import load_spec_for
 from shared.models import load_causal_lm, load_tokenizer, model_dir_for
-from shared.serving.generation import prompt_token_ids
+from shared.prompts import prompt_token_ids
 from tests.conftest import make_config
 from tests.shared.tiny_architectures import ARCHITECTURES, NAMES, QWEN25_SYSTEM, build
 

@@ -4,7 +4,7 @@ continues it from that snapshot to SUCCEEDED.
 
 Everything is real: the artifact root is a tmpfs of the test's own (tests/conftest.small_disk), the
 API takes the dataset and the run, the scheduler's grant and dispatch queue it (its Celery is a
-recorder: the test runs the task itself, as the worker's Celery task does, `execution.execute`),
+recorder: the test runs the task itself, as the worker's Celery task does, `leased_work.execute`),
 and the tiny model trains for real. The disk fills at a chosen moment: right after the first
 snapshot is registered, a file takes every byte left (`fill_disk`), so the second snapshot's first
 write (the adapter, by safetensors) meets ENOSPC. A writer that fails without saying why
@@ -21,7 +21,8 @@ import pytest
 
 from services.api.app import create_app
 from services.scheduler.dispatch import dispatch_granted
-from services.trainer_worker import execution
+from services.trainer_worker import leased_work
+from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.reporter import RunReporter
 from shared import reasons
 from shared.claims.queue import ClaimQueue
@@ -51,7 +52,7 @@ def grant_and_take(app, config, worker, run_id: str) -> str:
     celery = _Celery()
     dispatch_granted(queue=queue, store=context.store, celery_app=celery, config=config)
     [(kind, resource, claim)] = [args for args in celery.sent if args[1] == run_id]
-    return execution.execute(worker, kind, resource, claim)
+    return leased_work.execute(worker, kind, resource, claim)
 
 
 def test_a_snapshot_that_meets_a_full_disk_pauses_the_run_which_resumes_once_space_is_freed(
@@ -60,7 +61,7 @@ def test_a_snapshot_that_meets_a_full_disk_pauses_the_run_which_resumes_once_spa
     config = make_config(redis_url, key_prefix, root)
     app = create_app(config)
     client = app.test_client()
-    worker = execution.Worker(config, "local")
+    worker = Worker(config, "local")
     mark_nodes_alive(worker.redis, worker.keys, config)
     dataset = client.post("/v1/datasets", headers=ADMIN, data={"file": (io.BytesIO(ROWS), "d.jsonl")},
                           content_type="multipart/form-data").json["id"]

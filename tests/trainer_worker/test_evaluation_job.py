@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from services.trainer_worker import evaluation_job
-from services.trainer_worker.execution import Worker, execute
+from services.trainer_worker import evaluation_job, work_reporter
+from services.trainer_worker.leased_work import execute
+from services.trainer_worker.node_worker import Worker
 from shared.artifacts import dataset_key
 from shared.claims.queue import ClaimQueue
 from shared.endpoint_names import create_endpoint_doc
@@ -136,7 +137,7 @@ def test_a_cancel_sent_while_the_model_loads_ends_it_cancelled_before_its_first_
     throttled check that a short evaluation can finish before (held off for good here)."""
     import shared.load_spec
 
-    monkeypatch.setattr(evaluation_job, "CANCEL_CHECK_EVERY_S", 3600.0)
+    monkeypatch.setattr(work_reporter, "CANCEL_CHECK_EVERY_S", 3600.0)
     real_load = shared.load_spec.load_model
     evaluation_id, claim = granted()
 

@@ -1,5 +1,5 @@
 """A run that fails says why in words, never with a Python class name (issue 28): whatever its work
-raised, `execution.execute` (called as the Celery task calls it, on real Redis, its claim granted and
+raised, `leased_work.execute` (called as the Celery task calls it, on real Redis, its claim granted and
 dispatched by the scheduler's own code) ends it FAILED with one plain sentence (shared/errors.WorkFailed).
 The evaluations' failure paths: tests/trainer_worker/test_evaluation_job.py. Every test's details
 and events are also looked through for class names as its keys are deleted (tests/conftest.py).
@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from services.scheduler.dispatch import dispatch_granted
-from services.trainer_worker import execution
+from services.trainer_worker import leased_work, run_job
+from services.trainer_worker.node_worker import Worker
 from shared import reasons
 from shared.claims.queue import ClaimQueue
 from shared.errors import ValidationFailed, WorkFailed
@@ -28,7 +29,7 @@ class OutOfMemoryError(RuntimeError):
 
 @pytest.fixture
 def worker(config):
-    worker = execution.Worker(config, "local")
+    worker = Worker(config, "local")
     mark_nodes_alive(worker.redis, worker.keys, config)  # the grant pass grants only on live nodes
     return worker
 
@@ -67,9 +68,9 @@ def test_a_failed_run_says_why_in_words(worker, granted, monkeypatch, raised, se
     def engine(*args, **kwargs):
         raise raised
 
-    monkeypatch.setattr(execution, "_run_engine", engine)
+    monkeypatch.setattr(run_job, "_run_engine", engine)
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "FAILED"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "FAILED"
     run = worker.store.get(run_id)
     assert run["detail"] == reasons.run_failed(sentence) == f"training failed: {sentence}"
     events = [e["message"] for e in worker.store.events(run_id)]

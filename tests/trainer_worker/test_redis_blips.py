@@ -1,6 +1,6 @@
 """A Redis blip under a worker (issue 14; docs/faults.md): a real redis-server of the test's own,
 killed with SIGKILL and started again on the same port and directory (tests/restartable_redis.py),
-under the worker's real reporter, lease, fenced writes and `execution._train`.
+under the worker's real reporter, lease, fenced writes and `run_job.train_run`.
 
 The one stand-in: where a test needs an engine, `_run_engine` is replaced by a function that reports
 like one (started, a metrics point, an event) around the outage; it trains nothing.
@@ -16,10 +16,11 @@ import pytest
 import redis
 import structlog
 
-from services.trainer_worker import execution
 from services.trainer_worker import lease as lease_module
+from services.trainer_worker import leased_work, run_job
 from services.trainer_worker.engines.base import TrainingResult
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
+from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.reporter import RunReporter
 from shared.artifacts import ArtifactRoot
 from shared.claims.queue import ClaimQueue
@@ -153,7 +154,7 @@ def test_a_lease_that_lapsed_during_an_outage_is_taken_again_while_its_fence_is_
 def test_a_worker_whose_redis_stays_away_past_its_budget_stops_without_failing_the_run(
         server, tmp_path, monkeypatch):
     config = dataclasses.replace(make_config(server.url, "blip:", tmp_path / "artifacts"), redis_retry_s=1.0)
-    worker = execution.Worker(config, "local")
+    worker = Worker(config, "local")
     store = worker.store
     mark_nodes_alive(worker.redis, KEYS, config)
     run = running_run(store, plan={}, attempts=0)
@@ -170,10 +171,10 @@ def test_a_worker_whose_redis_stays_away_past_its_budget_stops_without_failing_t
         reporter.metrics({"step": 2, "loss": 1.9})  # retried for 1 s, then raised
         return TrainingResult(final_step=2, first_loss=2.0, last_loss=1.9, stopped_early=False)
 
-    monkeypatch.setattr(execution, "_run_engine", engine_whose_store_goes_away)
-    monkeypatch.setattr(execution, "restore_for", lambda *a, **k: None)
+    monkeypatch.setattr(run_job, "_run_engine", engine_whose_store_goes_away)
+    monkeypatch.setattr(run_job, "restore_for", lambda *a, **k: None)
     began = time.monotonic()
-    outcome = execution.execute(worker, "run", run["id"], claim["id"])
+    outcome = leased_work.execute(worker, "run", run["id"], claim["id"])
     assert outcome == "stopped: store unreachable"
     assert time.monotonic() - began < 15
     server.start()

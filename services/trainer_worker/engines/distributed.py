@@ -45,6 +45,7 @@ from services.trainer_worker.engines.child_logs import last_error
 from shared import reasons
 from shared.child_env import child_env, die_with_parent
 from shared.errors import WorkFailed
+from shared.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 POLL_S = 0.1
@@ -90,7 +91,7 @@ def _rank_env(job: TrainingJob, address: tuple[str, int], authkey: bytes) -> dic
     threads = str(_threads_per_rank(len(job.devices)))
     env.update({
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "WORLD_SIZE": str(len(job.devices)),
         "LOCAL_WORLD_SIZE": str(len(job.devices)),
         "TRAINER_RELAY": f"{address[0]}:{address[1]}",
@@ -108,12 +109,6 @@ def _threads_per_rank(world: int) -> int:
     import torch
 
     return max(1, min(torch.get_num_threads(), (os.cpu_count() or 1) // world))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _rank_preexec() -> None:

@@ -103,7 +103,7 @@ def target_nll(generator, model_name: str, prompt: list[int], target: list[int],
     prompt's other inputs (`prompt_inputs`); a sequence-aligned one is 0 over the target."""
     import torch
 
-    from shared.serving.generation import model_extras
+    from shared.prompts import model_extras
 
     model = generator.model
     with generator.lock, torch.inference_mode():

@@ -55,7 +55,8 @@ from shared.images import image_count
 from shared.models import load_processor
 from shared.reward_process import RewardScorer
 from shared.rewards import check_rewards
-from shared.serving.generation import MAX_N, prompt_token_ids
+from shared.prompts import prompt_token_ids
+from shared.serving.generation import MAX_N
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
 REFERENCE_WEIGHTS = "grpo_reference_adapter.safetensors"

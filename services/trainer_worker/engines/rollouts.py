@@ -37,18 +37,11 @@ from shared.child_env import child_env, die_with_parent, with_python_path
 from shared.errors import WorkFailed
 from shared.load_spec import LoadSpec, model_generation_config
 from shared.plans import TrainingPlan
+from shared.ports import free_port
 
 READY_TIMEOUT_S = 300.0
 REQUEST_TIMEOUT_S = 600.0
 POLICY_ADAPTER = "default"  # the PEFT adapter a run trains (TRL also keeps a frozen "ref" beside it)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _torch_threads() -> int:
@@ -76,7 +69,7 @@ class RolloutServer:
     precision: str
     devices: list[str]
     work_dir: Path  # holds the load spec, the server's log and the handed-off adapters
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
     current: str | None = None  # the adapter name rollouts are generated with
     current_dir: Path | None = None
@@ -163,7 +156,7 @@ class RolloutServer:
         from shared.serving.backends import VllmBackend, choose_backend
 
         # On CPU slots the server computes with the trainer's threads (its grant's share of the
-        # cores, set by execution.use_granted_devices or a rank): the two take turns, never both at once.
+        # cores, set by node_worker.use_granted_devices or a rank): the two take turns, never both at once.
         backend = choose_backend(self.devices, cpu_threads=_torch_threads())
         if isinstance(backend, VllmBackend) and self.plan is not None:
             backend = replace(backend, **rollout_sizes.vllm_sizes(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +15,10 @@ from pathlib import Path
 import requests
 
 from shared.load_spec import LoadSpec
+from shared.ports import free_port
 from shared.serving.backends import BuiltinBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ServingProcess:

@@ -25,7 +25,8 @@ from services.trainer_worker.engines.sft import run_sft
 from shared.artifacts import ArtifactRoot
 from shared.load_spec import load_model, load_spec_for
 from shared.models import load_causal_lm, load_tokenizer, model_dir_for
-from shared.serving.generation import Generator, prompt_token_ids
+from shared.prompts import prompt_token_ids
+from shared.serving.generation import Generator
 from shared.tiny_models import SAMPLE_DATASET, ensure_builtin
 from tests.shared.plan_fixtures import amended
 from tests.shared.serving.serving import ServingProcess

@@ -47,7 +47,7 @@ def flag(argv: list[str], name: str) -> str:
 
 
 def test_on_cpu_slots_the_server_computes_with_the_trainers_threads(model_dir, tmp_path):
-    """The trainer and its rollout server take turns on the grant's cores (execution.use_granted_devices
+    """The trainer and its rollout server take turns on the grant's cores (node_worker.use_granted_devices
     set the trainer's threads to that share); the server is given as many."""
     import torch
 

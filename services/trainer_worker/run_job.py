@@ -1,139 +1,29 @@
-"""Carry out one granted claim on this node: take the lease, train, end the run, give the GPUs
-back. Plain Python: the Celery task only calls `execute`.
-
-Every Redis command the work sends rides out an outage of `redisRetryS` (shared/redis_retry.py).
-Should Redis stay away longer, the work stops as if its lease were lost: it writes nothing (it
-could not), is not FAILED, and the scheduler re-queues it once its lease has been gone long enough
-(services/scheduler/lost.py). A run never ends FAILED because its store blinked."""
+"""A run on this node, its lease held (leased_work.py): its reporter, the engine, and the end:
+SUCCEEDED, PAUSED, CANCELLED or FAILED with a sentence, or given back when its worker stops. Where
+it starts from (`restore_for`): its own newest intact snapshot, else the one it branches from."""
 
 from __future__ import annotations
 
-import os
-import socket
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from services.trainer_worker import stopping
 from services.trainer_worker.engines.base import SnapshotDiskFull
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
+from services.trainer_worker.node_worker import Worker, take_devices, use_granted_devices
 from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
-from shared import logs, reasons
-from shared.artifacts import ArtifactRoot, dataset_key, run_snapshots_key, run_work_key
-from shared.catalog import Catalog
-from shared.config import DeploymentConfig
+from shared import reasons
+from shared.artifacts import dataset_key, run_snapshots_key, run_work_key
 from shared.errors import WorkFailed
-from shared.keys import Keys
 from shared.lifecycle.runs import RUNS
 from shared.plans import TrainingPlan
-from shared.redis_retry import connect_retrying, unreachable
+from shared.redis_retry import unreachable
 from shared.snapshot_files import damage_of
-from shared.states import EvaluationStatus, RunStatus
-from shared.store import Store
+from shared.states import RunStatus
 
 
-class Worker:
-    """What a node's worker needs to run work: config, Redis, store, artifacts."""
-
-    def __init__(self, config: DeploymentConfig, node: str):
-        self.config = config
-        self.node = node
-        self.redis = connect_retrying(config.redis_url, config.redis_retry_s)
-        self.keys = Keys(config.key_prefix)
-        self.store = Store(self.redis, self.keys)
-        self.artifacts = ArtifactRoot(config.artifact_root)
-        self.catalog = Catalog(config, self.artifacts, self.store)
-        self.holder = f"{node}/{socket.gethostname()}/{os.getpid()}"
-
-    def claims(self):
-        from shared.claims.queue import ClaimQueue
-
-        return ClaimQueue(self.redis, self.keys)
-
-
-def execute(worker: Worker, kind: str, resource_id: str, claim_id: str) -> str:
-    """Returns what happened, for the task's log: trained, scored, skipped (and why)."""
-    if kind == "evaluation":
-        from services.trainer_worker.evaluation_job import evaluate
-
-        return with_lease(worker, kind, resource_id, claim_id, EvaluationStatus, evaluate)
-    if kind != "run":
-        logs.get("trainer_worker").error("unknown kind of work", kind=kind, node=worker.node, claim=claim_id)
-        return f"skipped: kind {kind} is not run by this worker"
-    return with_lease(worker, kind, resource_id, claim_id, RunStatus, _train)
-
-
-def with_lease(worker: Worker, kind: str, resource_id: str, claim_id: str, status: type[StrEnum],
-               work: Callable[..., str]) -> str:
-    """Do `work(worker, doc, claim, lease, log)` for a granted claim's run or evaluation, holding its
-    lease: skipped when the claim is no longer granted, when the resource has ended (its claim is
-    released), or when a live process holds the lease (a redelivered task: never in two places).
-    Work whose previous process died is given back instead (takeover.py); work this process is
-    doing is given back when the worker is asked to stop (stopping.py)."""
-    from services.trainer_worker import stopping, takeover
-
-    log = logs.get("trainer_worker").bind(node=worker.node, claim=claim_id, **{kind: resource_id})
-    claim = worker.claims().get(claim_id)
-    doc = worker.store.get(resource_id)
-    if claim is None or claim.get("state") != "GRANTED" or claim.get("resource") != resource_id:
-        log.warning("claim is no longer granted; nothing to do")
-        return "skipped: claim not granted"
-    if doc is None or status(doc["status"]).is_terminal:
-        worker.claims().release(claim_id)
-        return f"skipped: {kind} already ended"
-    lease = Lease(worker.redis, worker.keys, resource_id, worker.holder)
-    taken = takeover.take(worker, claim, doc, lease, log)
-    if taken is takeover.Taken.HELD:
-        log.warning(f"{kind} is leased by another worker; not running it here")
-        return "skipped: leased elsewhere"
-    stop = stopping.current()
-    try:
-        if taken is takeover.Taken.FROM_LOST:
-            return takeover.hand_back_lost(worker, claim, lease, log)
-        stop.hold(stopping.Held(hand_back=lambda late: hand_back_stopped(worker, claim, lease, log, late=late),
-                                stops_itself=lambda: False))
-        return work(worker, doc, claim, lease, log)
-    except Exception as exc:
-        if not unreachable(exc):
-            raise
-        log.error(f"Redis stayed out of reach past {worker.config.redis_retry_s:g} s; leaving the {kind} "
-                  "to be re-queued", error=f"{type(exc).__name__}: {exc}")
-        return "stopped: store unreachable"
-    finally:
-        stop.done()
-        lease.release()
-
-
-def hand_back_stopped(worker: Worker, claim: dict[str, Any], lease: Lease, log, *, late: bool = False) -> str | None:
-    """Give the claim's run or evaluation back because this worker is stopping (stopping.py):
-    QUEUED keeping its place, through the one way back (shared/claims/orphans.py). `late`: the
-    watchdog gives it back, the grace over (a run: with steps its snapshot does not hold)."""
-    from services.trainer_worker import stopping
-    from shared.claims.orphans import give_back
-
-    if late and claim["kind"] == "run":
-        worker.store.add_event(claim["resource"], reasons.worker_stopped_unsaved(stopping.current().grace_s),
-                               level="warn")
-    outcome = give_back(worker.claims(), worker.store, claim,
-                        requeued_event=reasons.worker_stopped_requeued(worker.node),
-                        cancelled_detail=reasons.worker_stopped_cancelled(worker.node), log=log)
-    lease.release()  # at once: the next holder must not take this process for a dead one
-    return outcome
-
-
-def take_devices(lease: Lease, node: str, devices: list[str]):
-    """The change that stamps a run's or evaluation's document with its fence and devices."""
-    def take(doc: dict[str, Any]) -> dict[str, Any]:
-        doc["fence"] = lease.fence
-        doc["scheduling"] = {**(doc.get("scheduling") or {}), "node": node, "devices": devices}
-        return doc
-
-    return take
-
-
-def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
-    from services.trainer_worker import stopping
-
+def train_run(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
     run_id = run["id"]
     devices = list(claim["devices"])
     run = worker.store.update(run_id, take_devices(lease, worker.node, devices))
@@ -153,8 +43,6 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
 
 def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log,
                    devices: list[str], reporter: RunReporter) -> str:
-    from services.trainer_worker import stopping
-
     detail = None
     try:
         if reporter.stop_request() == "cancel":
@@ -165,7 +53,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
             if result.paused and reporter.stop == STOP_REQUEUE:  # its worker is stopping: saved, give it back
                 reporter.trackers.close(None)
                 with stopping.current().ending():
-                    outcome = hand_back_stopped(worker, claim, lease, log)
+                    outcome = stopping.hand_back(worker, claim, lease, log)
                 log.info("run given back: its worker is stopping", outcome=outcome, step=result.final_step)
                 return f"{outcome}: worker stopping" if outcome else "stopped: no longer this claim's"
             if result.paused:
@@ -193,7 +81,7 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                         error=f"{type(exc).__name__}: {exc}")
             reporter.trackers.close(None)
             with stopping.current().ending():
-                given = hand_back_stopped(worker, claim, lease, log, late=True)
+                given = stopping.hand_back(worker, claim, lease, log, late=True)
             return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
         outcome, detail = RunStatus.FAILED.value, reasons.run_failed(WorkFailed.of(exc).sentence)
@@ -247,25 +135,6 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
             raise WorkFailed(reasons.snapshot_damaged(parent["id"], found.file, found.problem))
         return Restore(what=branch.what, snapshot_dir=worker.artifacts.get_dir(parent["path"]))
     return None
-
-
-def use_granted_devices(worker: Worker, devices: list[str]) -> str:
-    """Make this task's process use only its granted devices; returns "cuda" or "cpu".
-
-    The child process is fresh per task (max-tasks-per-child 1) and has not touched CUDA yet: only
-    the granted GPUs are exposed, which the work then sees as cuda:0..N-1. CPU slots share the
-    node's cores evenly, so two tasks side by side don't fight.
-    """
-    cuda = [d.split(":", 1)[1] for d in devices if d.startswith("cuda:")]
-    if cuda:
-        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(cuda)
-        return "cuda"
-    import torch
-
-    node = worker.config.node(worker.node)
-    if node is not None and node.device_kind == "cpu":
-        torch.set_num_threads(node.cpu_threads())
-    return "cpu"
 
 
 def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
