@@ -102,7 +102,7 @@ def bare_rounds(model, tokenizer, device: str, n: dict[str, int]) -> dict[str, d
     """transformers' own generate: greedy, one prompt at a time, then the concurrent count in one batch."""
     import torch
 
-    from shared.prompts import prompt_token_ids
+    from shared.models.prompts import prompt_token_ids
 
     def generate(prompts: list[str]) -> tuple[float, int]:
         rows = [prompt_token_ids(tokenizer, p) for p in prompts]
@@ -140,9 +140,9 @@ def endpoint(ctx: Context, shape_name: str) -> dict[str, Any]:
     import requests
     import torch
 
-    from shared.ports import free_port
-    from shared.load_spec import LoadSpec, model_generation_config
-    from shared.models import load_causal_lm, load_tokenizer
+    from shared.models.load_spec import LoadSpec, model_generation_config
+    from shared.models.loading import load_causal_lm, load_tokenizer
+    from shared.process.ports import free_port
     from shared.serving.backends import BuiltinBackend
 
     model_dir = ctx.model(shape_name)

@@ -111,7 +111,7 @@ def server_check(ctx: Context, shape_name: str) -> dict[str, Any]:
     """The built-in server's Generator on the device: one batch, then the KV cache."""
     import torch
 
-    from shared.load_spec import LoadSpec, load_model, model_generation_config
+    from shared.models.load_spec import LoadSpec, load_model, model_generation_config
     from shared.serving.generation import Generator, SamplingParams
 
     model_dir = ctx.model(shape_name)
@@ -166,7 +166,7 @@ def memory_row(model_dir, shape, plan, peak: int, device_peak: int | None) -> di
 
     from bench.calibrate_kit import GIB
     from services.trainer_worker.engines.rollout_sizes import model_facts
-    from shared.resolver import trainer_memory_gib, training_memory_gib
+    from shared.planning.resolver import trainer_memory_gib, training_memory_gib
 
     facts = model_facts(model_dir, parameters=shape.parameters())
     trainer = trainer_memory_gib(plan, model=facts)

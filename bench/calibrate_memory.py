@@ -12,7 +12,7 @@ up to 128), gradient accumulation 1: the plan schema's defaults, at full length.
 Measured: on CUDA `torch.cuda.max_memory_allocated` of the training process (what the estimate's
 trainer part stands for), its `max_memory_reserved`, and the GPU's peak memory in use above what it
 had before (every process: for grpo the rollout server too); on the CPU (dry run) the peak resident
-set over the one after imports. Estimated: `shared.resolver.trainer_memory_gib` (the trainer) and
+set over the one after imports. Estimated: `shared.planning.resolver.trainer_memory_gib` (the trainer) and
 `training_memory_gib` (with the rollout server for grpo), from the model's config and exact
 parameter count. Printed as a table for docs/sharding.md.
 """
@@ -114,7 +114,7 @@ def child(raw: str) -> int:
 
     device = case["device"]
     if case["engine"] == "sft-fsdp":  # rank 0 of a world of one, as engines/distributed.py starts a rank
-        from shared.ports import free_port
+        from shared.process.ports import free_port
 
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", LOCAL_RANK="0",
                           WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
@@ -148,7 +148,7 @@ def child(raw: str) -> int:
 
 def run_case(ctx: Context, shape_name: str, method: str, engine: str, precision: str) -> dict[str, Any]:
     from services.trainer_worker.engines.rollout_sizes import model_facts
-    from shared.resolver import trainer_memory_gib, training_memory_gib
+    from shared.planning.resolver import trainer_memory_gib, training_memory_gib
 
     model_dir = ctx.model(shape_name)
     shape = ctx.shape(shape_name)

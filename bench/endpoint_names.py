@@ -1,6 +1,6 @@
 """Endpoint name lookups benchmark (not a test): `python bench/endpoint_names.py [--endpoints N]`.
 
-An unknown endpoint name used to cost a scan of every endpoint (shared/endpoint_names.py before
+An unknown endpoint name used to cost a scan of every endpoint (shared/store/endpoint_names.py before
 issue 26), 4x a known one over HTTP: a timing oracle for another workload's names, and an amplifier
 (each request by an unknown name read up to 1,000 documents). The lookup now reads one hash entry
 per workload the token may use and the documents named, in one Lua script. This measures, for a
@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import requests  # noqa: E402
 import uvicorn  # noqa: E402
 
-from shared.config import parse_config  # noqa: E402
-from shared.endpoint_names import _is_live_named, create_endpoint_doc, find_endpoint  # noqa: E402
-from shared.ids import Kind, new_id  # noqa: E402
-from shared.keys import Keys  # noqa: E402
-from shared.ports import free_port  # noqa: E402
-from shared.store import Store, connect  # noqa: E402
+from shared.config.deployment import parse_config  # noqa: E402
+from shared.process.ports import free_port  # noqa: E402
+from shared.store.documents import Store, connect  # noqa: E402
+from shared.store.endpoint_names import _is_live_named, create_endpoint_doc, find_endpoint  # noqa: E402
+from shared.store.ids import Kind, new_id  # noqa: E402
+from shared.store.keys import Keys  # noqa: E402
 
 URL = os.environ.get("TRAINING_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 WORKLOADS = 20

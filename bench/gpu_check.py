@@ -40,9 +40,9 @@ from bench.gpu_throughput import TimedReporter, bare_sft_run, engine_tokens_per_
 from services.trainer_worker.engines import train  # noqa: E402
 from services.trainer_worker.engines.base import Restore, read_manifest  # noqa: E402
 from services.trainer_worker.engines.distributed import run_distributed  # noqa: E402
-from shared.artifacts import ArtifactRoot  # noqa: E402
-from shared.tiny_models import SAMPLE_DATASET, ensure_builtin  # noqa: E402
-from tests.shared.plan_fixtures import amended  # noqa: E402
+from shared.models.tiny_models import SAMPLE_DATASET, ensure_builtin  # noqa: E402
+from shared.store.artifacts import ArtifactRoot  # noqa: E402
+from tests.shared.plans.plan_fixtures import amended  # noqa: E402
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff  # noqa: E402
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset  # noqa: E402
 
@@ -121,7 +121,7 @@ def check_grpo(setup: Setup) -> Outcome:
 
 def check_endpoint(setup: Setup) -> Outcome:
     """The built-in serving process over the base model and an adapter trained here, answering."""
-    from shared.load_spec import LoadSpec, model_generation_config
+    from shared.models.load_spec import LoadSpec, model_generation_config
     from shared.serving.backends import BuiltinBackend
 
     reporter = RecordingReporter()
@@ -130,7 +130,7 @@ def check_endpoint(setup: Setup) -> Outcome:
     spec = LoadSpec(model="builtin/tiny-qwen3", model_dir=str(setup.model_dir), dtype="fp32",
                     generation_config=model_generation_config(setup.model_dir), batch_invariant=True,
                     served_model_name="base", adapters={"check": str(adapter)}, device=setup.device)
-    from shared.ports import free_port
+    from shared.process.ports import free_port
 
     port, work = free_port(), setup.work / "endpoint"
     work.mkdir(parents=True, exist_ok=True)
@@ -193,7 +193,7 @@ def check_sharded(setup: Setup) -> Outcome:
 def check_speed(setup: Setup) -> Outcome:
     """The engine against a bare TRL script with the same settings (fp32, the engine's activation
     checkpointing choice): what a run through the engine costs on top of TRL's own loop."""
-    from shared.models import load_causal_lm, load_tokenizer
+    from shared.models.loading import load_causal_lm, load_tokenizer
 
     reporter = TimedReporter()
     job = setup.sft_job("speed")

@@ -43,10 +43,10 @@ from bench.gpu_throughput import (
     mean_context,
 )
 from services.trainer_worker.engines import kit, train
+from shared.models.tiny_models import CHAT_TEMPLATE, IM_END, IM_START, PAD_TOKEN
+from shared.planning.resolver import GIB, trainer_memory_gib
 from shared.plans import TrainingPlan
-from shared.resolver import GIB, trainer_memory_gib
-from shared.tiny_models import CHAT_TEMPLATE, IM_END, IM_START, PAD_TOKEN
-from tests.shared.plan_fixtures import amended
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import make_job
 
 # Qwen/Qwen3-8B's config.json, as published
@@ -113,7 +113,7 @@ def build_model(model_dir: Path, precision: str, device: str):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from shared.models import torch_dtype
+    from shared.models.loading import torch_dtype
 
     config = AutoConfig.from_pretrained(model_dir)
     torch.manual_seed(0)

@@ -22,7 +22,7 @@ WHEELS=(
   dill==0.4.1           # datasets' (< 0.4.2)
   multiprocess==0.70.19 # datasets' (< 0.70.20); a wheel per Python version: this one is py312's
   marshmallow==4.4.0    # pyproject's pin: shared/plans.py, which every engine reads its plan through
-  structlog==26.1.0     # shared/logs.py: the serving process's log lines
+  structlog==26.1.0     # shared/process/logs.py: the serving process's log lines
   flask==3.1.3          # pyproject's pin: the built-in serving process (rollouts, the endpoint check)
   itsdangerous==2.2.0   # flask's
   blinker==1.9.0        # flask's

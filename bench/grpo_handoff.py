@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT))
 from services.trainer_worker.engines.base import TrainingJob  # noqa: E402
 from services.trainer_worker.engines.grpo import run_grpo  # noqa: E402
 from services.trainer_worker.engines.rollouts import HandOff, RolloutServer  # noqa: E402
-from shared.artifacts import ArtifactRoot  # noqa: E402
+from shared.models.tiny_models import ensure_builtin  # noqa: E402
 from shared.plans import TrainingPlan  # noqa: E402
-from shared.tiny_models import ensure_builtin  # noqa: E402
+from shared.store.artifacts import ArtifactRoot  # noqa: E402
 
 SHAPE = dict(hidden_size=768, num_hidden_layers=16, num_attention_heads=12, num_key_value_heads=4, head_dim=64,
              intermediate_size=2048)

@@ -1,6 +1,6 @@
 """Memory estimate calibration (not a test): `python bench/memory_estimate.py [STEPS] [OUT.json]`.
 
-Compares the resolver's per-GPU estimate (`shared.resolver.trainer_memory_gib`, without its 0.5 GiB
+Compares the resolver's per-GPU estimate (`shared.planning.resolver.trainer_memory_gib`, without its 0.5 GiB
 CUDA runtime term, which a CPU process does not have) with the peak memory an sft run really takes
 on one CPU slot: the peak resident set (`resource.getrusage` ru_maxrss, the kernel's high-water mark,
 which sees torch's own allocator; tracemalloc sees only Python objects and misses tensors) of a fresh
@@ -58,8 +58,8 @@ def measure(model_dir: str, work: str, steps: int) -> dict:
 
 def estimate(model_dir: Path, plan) -> dict:
     from services.trainer_worker.engines.rollout_sizes import model_facts
-    from shared.models import load_causal_lm
-    from shared.resolver import RUNTIME_GIB, trainer_memory_gib
+    from shared.models.loading import load_causal_lm
+    from shared.planning.resolver import RUNTIME_GIB, trainer_memory_gib
 
     parameters = sum(p.numel() for p in load_causal_lm(model_dir, "fp32").parameters())
     facts = model_facts(model_dir, parameters=parameters)
@@ -72,9 +72,9 @@ def main(argv: list[str]) -> int:
         return 0
     steps = int(argv[0]) if argv else 3
     from bench.grpo_handoff import build_model
-    from shared.artifacts import ArtifactRoot
+    from shared.models.tiny_models import ensure_builtin
     from shared.plans import TrainingPlan
-    from shared.tiny_models import ensure_builtin
+    from shared.store.artifacts import ArtifactRoot
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -6,7 +6,7 @@
   `from_pretrained`. SHAPES["20m"] (~20M parameters) is the benchmark's; SHAPES["tiny"] is the
   tests' (seconds).
   With `--model PATH` (`real_model`) it is instead a real model: a Hugging Face directory as it is,
-  or a GGUF file converted once by the trainer's own converter (shared/gguf_convert.py, as
+  or a GGUF file converted once by the trainer's own converter (shared/models/gguf_convert.py, as
   `training base-models import` does), both sides loading the same directory.
 - **datasets**: seeded synthetic rows, `prompt` + `completion` for SFT (TRL masks the prompt the
   same way on both sides: the trainer passes such rows to SFTTrainer as they are) and `prompt`
@@ -23,8 +23,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from shared.artifacts import ArtifactRoot
-from shared.tiny_models import ensure_builtin
+from shared.models.tiny_models import ensure_builtin
+from shared.store.artifacts import ArtifactRoot
 
 SHAPES: dict[str, dict[str, int]] = {
     # ~20M parameters: a step is a few hundred ms of compute per core, not fixed costs
@@ -63,16 +63,16 @@ def build_model(target: Path, shape: str) -> int:
 
 def real_model(source: Path, work: Path) -> tuple[Path, int]:
     """A real model's directory (a GGUF file converted into `work`) and its parameter count, read
-    from its own files as the catalog reads them (shared/model_facts.py)."""
+    from its own files as the catalog reads them (shared/models/facts.py)."""
     import subprocess
     import sys
 
-    from shared.model_facts import read_model_facts
+    from shared.models.facts import read_model_facts
 
     directory = source
     if source.is_file():
         directory = work / "model"
-        subprocess.run([sys.executable, "-m", "shared.gguf_convert", str(source), str(directory)], check=True,
+        subprocess.run([sys.executable, "-m", "shared.models.gguf_convert", str(source), str(directory)], check=True,
                        cwd=str(Path(__file__).resolve().parents[1]))
     return directory, int(read_model_facts(directory, model=source.name)["parameters"])
 

@@ -59,8 +59,8 @@ class LocalStack:
 
     def wait_for_worker(self, timeout_s: float = 120) -> None:
         """Until the node's worker keeps its heartbeat (`up` waits for the API only)."""
-        from shared.keys import Keys
-        from shared.store import connect
+        from shared.store.documents import connect
+        from shared.store.keys import Keys
 
         client, key = connect(self.redis_url), Keys("trainer:").node_alive("local")
         deadline = time.monotonic() + timeout_s
@@ -89,8 +89,8 @@ class LocalStack:
         """The claim as the scheduler stamped it (submittedAt, grantedAt, dispatchedAt): the API
         shows no claim, so it is read from the stack's own Redis."""
         from shared.claims.queue import ClaimQueue
-        from shared.keys import Keys
-        from shared.store import connect
+        from shared.store.documents import connect
+        from shared.store.keys import Keys
 
         return ClaimQueue(connect(self.redis_url), Keys("trainer:")).get(claim_id) or {}
 
@@ -111,7 +111,7 @@ def local_stack(home: Path, *, model_dir: Path, parameters: int, node_slots: int
     """The local stack of `training up` under `home` (its own port, Redis and artifacts), down on exit."""
     from rich.console import Console
 
-    from shared.ports import free_port
+    from shared.process.ports import free_port
     from training_cli import local_stack as stack
     from training_cli.stack_state import StackState
 

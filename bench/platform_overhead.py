@@ -54,8 +54,8 @@ sys.path.insert(0, str(ROOT))
 from bench.overhead_setup import (build_model, plan, real_model, settings, write_prompt_dataset,  # noqa: E402
                                   write_sft_dataset)
 from bench.overhead_stack import MODEL_ID, local_stack  # noqa: E402
-from shared.ports import free_port  # noqa: E402
-from shared.times import epoch  # noqa: E402
+from shared.process.ports import free_port  # noqa: E402
+from shared.store.times import epoch  # noqa: E402
 
 NODE_SLOTS = 2
 STEP_SPLIT = ("generationSeconds", "handoffSeconds", "rewardSeconds", "updateSeconds", "stepSeconds")

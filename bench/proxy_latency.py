@@ -185,7 +185,7 @@ def compare(title: str, direct: list[float], this: list[float], baseline: list[f
 
 
 def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
-    from shared.ports import free_port
+    from shared.process.ports import free_port
 
     port = free_port()
     log = (stack.home / "api-baseline.log").open("ab")
@@ -206,8 +206,8 @@ def baseline_api(stack, repo: str) -> tuple[subprocess.Popen, str]:
 def serving_key(stack, endpoint_id: str) -> dict[str, str]:
     """The serving process's own secret, as the trainer's proxy sends it (read from the store: the
     API never shows it), for the requests sent straight to its address."""
-    from shared.keys import Keys
-    from shared.store import Store, connect
+    from shared.store.documents import Store, connect
+    from shared.store.keys import Keys
 
     doc = Store(connect(stack.redis_url), Keys(stack.prefix)).get(endpoint_id) or {}
     key = (doc.get("process") or {}).get("apiKey")

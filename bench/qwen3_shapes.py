@@ -82,7 +82,7 @@ DRY_RUN = {"qwen3-0.6b": "tiny-0.6b", "qwen3-1.7b": "tiny-1.7b", "qwen3-8b": "ti
 
 
 def _corpus() -> list[str]:
-    from shared.tiny_models import FIXED_CORPUS, SAMPLE_DATASET
+    from shared.models.tiny_models import FIXED_CORPUS, SAMPLE_DATASET
 
     lines = [FIXED_CORPUS]
     for raw in SAMPLE_DATASET.read_text().splitlines():
@@ -147,7 +147,7 @@ def build_model(shape: Shape, target: Path, *, device: str, precision: str, toke
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
-    from shared.models import PRECISION_DTYPES
+    from shared.models.loading import PRECISION_DTYPES
 
     target.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from shared.claims.grants import claim_view, plan_grants  # noqa: E402
 from shared.claims.queue import ClaimQueue  # noqa: E402
-from shared.config import DeploymentConfig, parse_config  # noqa: E402
-from shared.keys import Keys  # noqa: E402
-from shared.store import connect  # noqa: E402
+from shared.config.deployment import DeploymentConfig, parse_config  # noqa: E402
+from shared.store.documents import connect  # noqa: E402
+from shared.store.keys import Keys  # noqa: E402
 
 URL = os.environ.get("TRAINING_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 GPU_CHOICES = (1, 2, 4, 8)  # a claim's GPUs; the largest fits an empty node of DEVICES and each quota

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from services.trainer_worker.engines.sft import run_sft  # noqa: E402
-from shared.artifacts import ArtifactRoot  # noqa: E402
-from shared.tiny_models import ensure_builtin  # noqa: E402
+from shared.models.tiny_models import ensure_builtin  # noqa: E402
+from shared.store.artifacts import ArtifactRoot  # noqa: E402
 from tests.trainer_worker.doubles import RecordingReporter, make_job  # noqa: E402
 
 WARMUP = 2

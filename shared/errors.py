@@ -93,7 +93,7 @@ class BadGateway(TrainerError):
 
 
 class DiskFull(TrainerError):
-    """A write the request needed met a full disk (shared/disk_full.py): nothing was stored, and the
+    """A write the request needed met a full disk (shared/process/disk_full.py): nothing was stored, and the
     same request succeeds once an operator frees space (RFC 4918's 507 Insufficient Storage)."""
 
     status = 507
@@ -123,7 +123,7 @@ class Unavailable(TrainerError):
 
 
 class StoreUnavailable(Unavailable):
-    """Redis did not answer, even after the client's own retries (shared/store.py): every service
+    """Redis did not answer, even after the client's own retries (shared/store/documents.py): every service
     reconnects by itself once it is back, so the same request is worth sending again."""
 
     def __init__(self) -> None:

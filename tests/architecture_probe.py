@@ -45,7 +45,7 @@ def snapshot_archive(step: int) -> bytes:
 
 
 def serve(app) -> tuple[str, uvicorn.Server]:
-    from shared.ports import free_port
+    from shared.process.ports import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, loop="asyncio", http="httptools",
@@ -62,7 +62,7 @@ def serve(app) -> tuple[str, uvicorn.Server]:
 def main() -> int:
     from services.api.asgi import create_asgi_app
     from services.api.openapi import ROUTES
-    from shared.config import parse_config
+    from shared.config.deployment import parse_config
 
     marker = os.environ["PROBE_MARKER"]
     config = parse_config({

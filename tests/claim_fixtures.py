@@ -9,11 +9,11 @@ import secrets
 import pytest
 
 from shared.claims.queue import ClaimQueue
-from shared.config import DeploymentConfig, parse_config
-from shared.ids import Kind, new_id
-from shared.keys import Keys
-from shared.states import RunStatus
-from shared.store import Store, connect
+from shared.config.deployment import DeploymentConfig, parse_config
+from shared.lifecycle.states import RunStatus
+from shared.store.documents import Store, connect
+from shared.store.ids import Kind, new_id
+from shared.store.keys import Keys
 
 REDIS_URL = "redis://127.0.0.1:6379/12"
 

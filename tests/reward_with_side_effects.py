@@ -1,6 +1,6 @@
 """A deployment's reward module that does things when imported, as real ones do (load a model, open
 files): it leaves a marker file (REWARD_SIDE_EFFECT_MARKER) and imports torch. The API must read its
-function's signature without running it (shared.rewards.static_signature); the worker imports it."""
+function's signature without running it (shared.rewards.functions.static_signature); the worker imports it."""
 
 import os
 from pathlib import Path

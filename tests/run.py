@@ -12,7 +12,7 @@ import pytest
 
 
 def main(argv: list[str]) -> int:
-    from shared.redis_server import ensure_redis
+    from training_cli.redis_server import ensure_redis
 
     url = os.environ.get("TRAINING_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
     data_dir = tempfile.mkdtemp(prefix="trainer-test-redis-")

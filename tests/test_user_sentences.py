@@ -32,8 +32,8 @@ FOLDERS = ("services", "shared", "training_cli")
 OWNER = REPO / "shared" / "reasons"
 
 # Calls whose message argument (by position) a user reads: events, a serving process's error
-# answer, and the helpers that raise with the phrase they are given (shared/config.py and
-# shared/tracker_config.py `_fail(path, problem)`, snapshot_members' and json_values' `_refuse`,
+# answer, and the helpers that raise with the phrase they are given (shared/config/deployment.py and
+# shared/config/trackers.py `_fail(path, problem)`, snapshot_members' and json_values' `_refuse`,
 # adapter_fold's `_refusal(name, why)`).
 MESSAGE_CALLS = {"add_event": 1, "event": 0, "error_body": 1, "_fail": 1, "_refuse": 0, "_refusal": 1}
 # Built-in exceptions whose message reaches a user when the trainer worker raises them: a run's or an

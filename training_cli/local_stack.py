@@ -27,13 +27,13 @@ from rich.console import Console
 
 import shared
 from shared import reasons
-from shared.config import load_config, training_home
+from shared.config.deployment import load_config, training_home
 from shared.errors import TrainerError
-from shared.private_files import private_dirs, use_private_umask
-from shared.ports import free_port
-from shared.redis_server import RedisStartError, port_in_use, redis_answers, redis_command
+from shared.process.ports import free_port
+from shared.process.private_files import private_dirs, use_private_umask
 from training_cli import supervisor as supervision
 from training_cli.errors import CliError
+from training_cli.redis_server import RedisStartError, port_in_use, redis_answers, redis_command
 from training_cli.settings import write_cli_config
 from training_cli.stack_state import SUPERVISOR, ServiceRecord, StackState, stop_rank, tail
 

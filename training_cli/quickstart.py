@@ -18,7 +18,7 @@ from typing import Any, Callable
 from rich.console import Console
 
 from shared import reasons
-from shared.config import training_home
+from shared.config.deployment import training_home
 from training_cli.archive import download_adapter
 from training_cli.client import ApiClient
 from training_cli.errors import CliError

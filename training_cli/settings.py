@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import yaml
 
 from shared import reasons
-from shared.config import training_home
+from shared.config.deployment import training_home
 from training_cli.errors import CliError
 
 DEFAULT_API_URL = "http://127.0.0.1:8600"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.config import training_home
-from shared.private_files import make_private, private_dirs
+from shared.config.deployment import training_home
+from shared.process.private_files import make_private, private_dirs
 
 # Stop order: the supervisor (so that it restarts nothing), whatever depends on others, Redis last.
 STOP_ORDER = ("supervisor", "worker", "endpoint-manager", "scheduler", "api", "redis")
@@ -70,7 +70,7 @@ class StackState:
 
     def prepare(self) -> None:
         """The state folders, 0700; what an older version left in them (logs, Redis's AOF) tightened
-        to this user's only (shared/private_files.py)."""
+        to this user's only (shared/process/private_files.py)."""
         private_dirs(self.root.parent)  # TRAINING_HOME: cli.yaml, the artifacts
         for folder in (self.root, self.pids, self.logs):
             private_dirs(folder)

@@ -7,7 +7,7 @@ after `FIRST_DELAY_S`, doubling each time up to `MAX_DELAY_S`, back to `FIRST_DE
 service has run for `STABLE_AFTER_S`. Before a restart, whatever the dead service left in its
 process group (a Celery pool child, a training process) is killed, so two generations never hold
 the same devices. Redis comes back on the same port with the same AOF, and the services reconnect
-to it by themselves (shared/store.py). Each exit and start is a line of its log
+to it by themselves (shared/store/documents.py). Each exit and start is a line of its log
 (logs/supervisor.log); each service's pid record (pids/NAME.json) carries its restarts and how it
 last ended, which `training status` shows.
 
@@ -39,9 +39,9 @@ from datetime import datetime
 from pathlib import Path
 
 from shared import reasons
-from shared.child_env import child_env
-from shared.private_files import use_private_umask
-from shared.redis_server import redis_answers
+from shared.process.child_env import child_env
+from shared.process.private_files import use_private_umask
+from training_cli.redis_server import redis_answers
 from training_cli.stack_state import StackState
 
 FIRST_DELAY_S = 0.5
@@ -62,7 +62,7 @@ class Service:
     name: str
     command: list[str]
     # the variables of the supervisor's environment this service does not get (its secrets it does
-    # not need); `bare`: it gets only the allow-list of shared/child_env.py (Redis: no trainer variable)
+    # not need); `bare`: it gets only the allow-list of shared/process/child_env.py (Redis: no trainer variable)
     withhold: tuple[str, ...] = ()
     bare: bool = False
     process: subprocess.Popen | None = None

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
-from shared.states import RunStatus
+from shared.lifecycle.states import RunStatus
 from training_cli import tables
 from training_cli.client import ApiClient, LogCursor
 from training_cli.curves import RunCurves

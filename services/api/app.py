@@ -25,10 +25,11 @@ from services.api.views import (
     runs,
     snapshots,
 )
-from shared import logs, reasons
-from shared.config import DeploymentConfig, load_config
-from shared.disk_full import disk_full
+from shared import reasons
+from shared.config.deployment import DeploymentConfig, load_config
 from shared.errors import DiskFull, Internal, StoreUnavailable, TooLarge, TrainerError
+from shared.process import logs
+from shared.process.disk_full import disk_full
 
 OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
 
@@ -90,7 +91,7 @@ def create_app(config: DeploymentConfig | None = None) -> Flask:
     @app.errorhandler(redis.ConnectionError)
     @app.errorhandler(redis.TimeoutError)
     def _store_unreachable(exc: redis.RedisError):
-        # Redis is down or restarting, and the client's retries (shared/store.py) ran out: a 503
+        # Redis is down or restarting, and the client's retries (shared/store/documents.py) ran out: a 503
         # the client may send again, not a 500 (docs/faults.md).
         log.warning("store unreachable", path=request.path, error=f"{type(exc).__name__}: {exc}")
         err = StoreUnavailable()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import tarfile
 
-from shared.artifacts import ArtifactStore
+from shared.store.artifacts import ArtifactStore
 
 
 def tar_gz(artifacts: ArtifactStore, members: list[tuple[str, str]]) -> io.BytesIO:

@@ -19,7 +19,7 @@ from a2wsgi import WSGIMiddleware
 from services.api.app import create_app
 from services.api.bodies import input_terminated
 from services.api.proxy import PROXIED_PATHS, Gateway, method_not_allowed
-from shared.config import DeploymentConfig, load_config
+from shared.config.deployment import DeploymentConfig, load_config
 
 FLASK_THREADS = 16  # requests the Flask app handles at once (as gunicorn's threads did before)
 

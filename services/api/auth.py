@@ -11,7 +11,7 @@ from typing import Any
 from flask import g, request
 
 from shared import reasons
-from shared.config import DeploymentConfig
+from shared.config.deployment import DeploymentConfig
 from shared.errors import Forbidden, NotFound, Unauthenticated, ValidationFailed
 from shared.plans import WORKLOAD_PATTERN
 

@@ -12,7 +12,7 @@ from services.api.context import Context
 from shared import reasons
 from shared.errors import NotFound
 from shared.plans.check import refuse_damaged
-from shared.snapshot_files import damage_of
+from shared.snapshots.files import damage_of
 
 
 def snapshot_for(context: Context, snapshot_id: str, who: Principal, *, field: str = "restore.snapshot") -> dict[str, Any]:
@@ -26,7 +26,7 @@ def snapshot_for(context: Context, snapshot_id: str, who: Principal, *, field: s
 def readable_of(snapshot: dict[str, Any]) -> dict[str, bool]:
     """Which parts of a snapshot this deployment reads, derived from its layout and formats (so a
     deployment that learns a format reads its old snapshots too)."""
-    from shared.snapshots import readable_parts
+    from shared.snapshots.manifest import readable_parts
 
     contents = snapshot.get("contents") or {}
     return readable_parts({"layout": snapshot.get("layout"), "weights": contents.get("weights"),
@@ -35,7 +35,7 @@ def readable_of(snapshot: dict[str, Any]) -> dict[str, bool]:
 
 def with_readable(context: Context, snapshot: dict[str, Any]) -> dict[str, Any]:
     """The snapshot as shown: which parts this deployment reads, each false when a quick look
-    (sizes, shared/snapshot_files.py) finds one of its files damaged, and what was found."""
+    (sizes, shared/snapshots/files.py) finds one of its files damaged, and what was found."""
     readable = readable_of(snapshot)
     damaged = {part: damage_of(context.artifacts, snapshot, part) if readable[part] else None
                for part in ("weights", "trainingState")}

@@ -23,11 +23,11 @@ from services.api.evaluations import (
 )
 from shared import reasons
 from shared.claims.fits import pool_named
-from shared.config import DEFAULT_WORKLOADS
+from shared.config.deployment import DEFAULT_WORKLOADS
 from shared.errors import Conflict, Unprocessable
-from shared.evaluation_schema import parse_comparison
-from shared.ids import Kind, new_id
-from shared.states import EvaluationStatus
+from shared.lifecycle.states import EvaluationStatus
+from shared.schemas.evaluations import parse_comparison
+from shared.store.ids import Kind, new_id
 
 # metric -> True when lower is better. Reward means (`reward:NAME`) and the judge score are higher-better.
 LOWER_IS_BETTER = {"loss": True, "perplexity": True, "exactMatch": False, "judge": False}

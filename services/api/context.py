@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import redis
 from flask import current_app
 
-from shared.artifacts import ArtifactRoot
-from shared.catalog import Catalog
-from shared.config import DeploymentConfig
-from shared.keys import Keys
-from shared.store import Store, connect
+from shared.config.deployment import DeploymentConfig
+from shared.models.catalog import Catalog
+from shared.store.artifacts import ArtifactRoot
+from shared.store.documents import Store, connect
+from shared.store.keys import Keys
 
 
 @dataclass

@@ -5,7 +5,7 @@ A row names an uploaded file by its file name where an image part's URL goes:
     {"type": "image_url", "image_url": {"url": "red-square.png"}}
 
 On upload every named image is checked once (decoded whole and bounded as an inline image is:
-shared/images.py) and written into its rows as the `data:` URL of its bytes, so the dataset is
+shared/data/images.py) and written into its rows as the `data:` URL of its bytes, so the dataset is
 stored as one self-contained JSONL, content-addressed by its digest like any dataset, and every
 reader (SFT, GRPO, evaluations) reads it as it reads rows with inline images. Faults name the line
 and field of the part (`messages[0].content[0].image_url.url`): a name no uploaded file has, a
@@ -20,8 +20,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from shared import images, json_values, reasons
+from shared import reasons
+from shared.data import images
 from shared.errors import TooLarge, ValidationFailed
+from shared.schemas import json_values
 
 MAX_IMAGE_FILES = 256
 MAX_NAME_CHARS = 255

@@ -10,12 +10,12 @@ from services.api.auth import Principal
 from services.api.context import Context
 from services.api.dataset_files import ImageFile, inline_images
 from shared import reasons
-from shared.artifacts import dataset_key
-from shared.datasets import MAX_FAULTS, validate_jsonl
+from shared.data.datasets import MAX_FAULTS, validate_jsonl
 from shared.errors import Conflict, NotFound, ValidationFailed
-from shared.ids import Kind, new_id
-from shared.states import EvaluationStatus, RunStatus
-from shared.times import now_iso
+from shared.lifecycle.states import EvaluationStatus, RunStatus
+from shared.store.artifacts import dataset_key
+from shared.store.ids import Kind, new_id
+from shared.store.times import now_iso
 
 
 def create_dataset(context: Context, *, data: bytes, name: str, workload: str,

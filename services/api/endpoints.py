@@ -12,16 +12,16 @@ from services.api.branches import readable_of, require_intact, snapshot_for
 from services.api.claims import give_back_places, queue_for_devices, reserve_places
 from services.api.context import Context
 from shared import reasons
-from shared.artifacts import UnsafeKey
 from shared.claims.fits import pool_named, refuse_never_granted
-from shared.config import DEFAULT_WORKLOADS
-from shared.endpoint_names import create_endpoint_doc, find_endpoint, name_taken, named_in_workload
-from shared.endpoint_schema import parse_endpoint
+from shared.config.deployment import DEFAULT_WORKLOADS
 from shared.errors import Conflict, NotFound, TrainerError, Unprocessable, ValidationFailed
-from shared.ids import Kind, new_id
-from shared.model_facts import refuse_unusable
 from shared.lifecycle import endpoints as endpoint_lifecycle
-from shared.states import EndpointPhase
+from shared.lifecycle.states import EndpointPhase
+from shared.models.facts import refuse_unusable
+from shared.schemas.endpoints import parse_endpoint
+from shared.store.artifacts import UnsafeKey
+from shared.store.endpoint_names import create_endpoint_doc, find_endpoint, name_taken, named_in_workload
+from shared.store.ids import Kind, new_id
 
 
 def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def _naming(field: str, check: Callable[..., Any], *args: Any, **kwargs: Any) ->
 
 def get_endpoint(context: Context, id_or_name: str) -> dict[str, Any]:
     """The endpoint with this id (any phase), or the live one with this name, as requests through
-    the proxy name it (shared/endpoint_names.py); 404 when this token may not see it."""
+    the proxy name it (shared/store/endpoint_names.py); 404 when this token may not see it."""
     return visible(find_endpoint(context.store, id_or_name, workloads=principal().name_scope), "endpoint", id_or_name)
 
 

@@ -12,19 +12,19 @@ from services.api.claims import queue_for_devices, reserve_places
 from services.api.context import Context
 from services.api.datasets import visible_dataset
 from shared import reasons
-from shared.artifacts import UnsafeKey
 from shared.claims.fits import pool_named, refuse_never_granted
-from shared.config import DEFAULT_WORKLOADS
-from shared.datasets import TEXT
+from shared.config.deployment import DEFAULT_WORKLOADS
+from shared.data.datasets import TEXT
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
-from shared.evaluation_schema import parse_evaluation
-from shared.ids import Kind, new_id
-from shared.judges import accept_judge, find_judge
 from shared.lifecycle.evaluations import EVALUATIONS
-from shared.resolver import refuse_the_dataset_modality
-from shared.model_facts import refuse_unusable
-from shared.rewards import check_rewards
-from shared.states import EvaluationStatus
+from shared.lifecycle.states import EvaluationStatus
+from shared.models.facts import refuse_unusable
+from shared.planning.resolver import refuse_the_dataset_modality
+from shared.rewards.functions import check_rewards
+from shared.rewards.judges import accept_judge, find_judge
+from shared.schemas.evaluations import parse_evaluation
+from shared.store.artifacts import UnsafeKey
+from shared.store.ids import Kind, new_id
 
 
 def visible_snapshot(context: Context, snapshot_id: str, who: Principal, field: str) -> dict[str, Any]:

@@ -9,10 +9,11 @@ import argparse
 
 import uvicorn
 
-from shared import logs, reasons
-from shared.config import MIN_TOKEN_LENGTH, load_config, weak_tokens
+from shared import reasons
+from shared.config.deployment import MIN_TOKEN_LENGTH, load_config, weak_tokens
 from shared.errors import TrainerError
-from shared.private_files import use_private_umask
+from shared.process import logs
+from shared.process.private_files import use_private_umask
 
 GRACEFUL_SHUTDOWN_S = 30  # on SIGTERM, requests in flight (a streamed answer) get this long to end
 
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8600)
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args(argv)
-    use_private_umask()  # datasets, imports, logs: this user's only (shared/private_files.py)
+    use_private_umask()  # datasets, imports, logs: this user's only (shared/process/private_files.py)
     logs.configure("api")
     try:
         refuse_weak_tokens(load_config())  # before uvicorn starts: a clear exit, not a worker that dies

@@ -6,11 +6,11 @@ the root, plain files only. It is either
 
 - a Hugging Face model directory (config.json, safetensors weights, tokenizer files): copied into
   the artifact store as it is; or
-- a GGUF file: converted by a child process (`python -m shared.gguf_convert`) into a Hugging Face
+- a GGUF file: converted by a child process (`python -m shared.models.gguf_convert`) into a Hugging Face
   directory (weights dequantized to fp32 safetensors, its tokenizer and chat template kept), which
   is then stored. Its sha256 and quantization (file type, tensors per type) are recorded.
 
-Then its facts are read from its own files (shared/model_facts.py) and the import is refused, with
+Then its facts are read from its own files (shared/models/facts.py) and the import is refused, with
 the sentence, when the engines cannot train or serve it (an unknown architecture, a shape its config
 does not give, no safetensors weights); nothing is left behind. The catalog entry
 (`{id, artifact, imported: {...provenance}}`) is kept in Redis (Keys.imported_models), where every
@@ -43,11 +43,11 @@ from typing import Any
 from services.api.auth import Principal
 from services.api.context import Context
 from shared import reasons
-from shared.artifacts import join
-from shared.child_env import child_env, with_python_path
 from shared.errors import Conflict, Forbidden, TooLarge, Unprocessable, ValidationFailed
-from shared.model_facts import CONFIG_FILE, ModelRefused, read_model_facts, refusal
-from shared.times import now_iso
+from shared.models.facts import CONFIG_FILE, ModelRefused, read_model_facts, refusal
+from shared.process.child_env import child_env, with_python_path
+from shared.store.artifacts import join
+from shared.store.times import now_iso
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL_ID_MAX = 96
@@ -197,7 +197,7 @@ def _convert_gguf(context: Context, source: Path, target: Path) -> dict[str, Any
     timeout_s = context.config.model_import_timeout_s
     env = with_python_path(child_env(), str(REPO))
     try:
-        done = subprocess.run([sys.executable, "-m", "shared.gguf_convert", str(source), str(target)], env=env,
+        done = subprocess.run([sys.executable, "-m", "shared.models.gguf_convert", str(source), str(target)], env=env,
                               cwd=str(REPO), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise Unprocessable(reasons.gguf_conversion_timed_out(source.name, timeout_s),

@@ -12,8 +12,8 @@ from flask import request
 from services.api.auth import principal
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.ids import Kind
-from shared.names import is_id_of, is_workload
+from shared.schemas.names import is_id_of, is_workload
+from shared.store.ids import Kind
 
 # ?after=N of an event or metric log: Redis holds at most 2^32 - 1 entries in a list, and reads an
 # index past 2^63 as no number at all.
@@ -44,7 +44,7 @@ KIND_WORDS = {Kind.RUN: "run", Kind.SNAPSHOT: "snapshot", Kind.EVALUATION: "eval
 def checked_id(param: str, raw: str | None, kind: Kind) -> str | None:
     """The value `raw` of the query parameter `param`, which names a resource of `kind` by id
     (?run=, ?comparison=, ?after=): None when absent, else 400 naming the parameter unless it has
-    the shape of such an id (shared/names.py); an empty one is a filter naming nothing, refused too."""
+    the shape of such an id (shared/schemas/names.py); an empty one is a filter naming nothing, refused too."""
     if raw is not None and not is_id_of(kind.value, raw):
         raise ValidationFailed(reasons.query_id_invalid(param, KIND_WORDS[kind], kind.value), details={"field": param})
     return raw
@@ -53,7 +53,7 @@ def checked_id(param: str, raw: str | None, kind: Kind) -> str | None:
 def checked_workload(param: str, raw: str | None) -> str | None:
     """The value `raw` of the query parameter `param`, which names a workload: None when absent,
     else 400 unless it is a workload's name (the rule the deployment config holds workloads to,
-    shared/names.py)."""
+    shared/schemas/names.py)."""
     if raw is not None and not is_workload(raw):
         raise ValidationFailed(reasons.query_workload_invalid(param), details={"field": param})
     return raw

@@ -14,10 +14,10 @@ from services.api.auth import Principal
 from services.api.branches import readable_of, snapshot_for
 from services.api.context import Context
 from services.api.datasets import visible_dataset
-from shared.config import Pool
-from shared.judges import find_judge
+from shared.config.deployment import Pool
 from shared.plans import TrainingPlan
-from shared.snapshot_files import damage_of
+from shared.rewards.judges import find_judge
+from shared.snapshots.files import damage_of
 
 
 class RunPlanFacts:

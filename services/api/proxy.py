@@ -15,7 +15,7 @@ one error shape, its words kept (`_relayed_error`). A serving process that refus
 connection has died (or is dying): the request is refused with the endpoint's phase, as one to an
 endpoint that is not READY is, and the endpoint goes back to STARTING (`_process_gone`) until its
 endpoint manager sees the process answer again or starts another. Redis out of reach (past the
-client's own retries, shared/store.py) is a 503 with Retry-After. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
+client's own retries, shared/store/documents.py) is a 503 with Retry-After. `lastRequestAt` is written at most once per `RECORD_EVERY_S` (or a tenth of a
 short idle timeout) per endpoint, in a thread (a `WATCH` transaction through the store): idle stop
 counts in seconds to hours, so it may lag the last request by that much, never more.
 """
@@ -34,8 +34,10 @@ import redis
 from services.api import upstream
 from services.api.auth import Principal, principal_for
 from services.api.context import Context
-from shared import json_values, logs, reasons
-from shared.endpoint_names import find_endpoint_async
+from shared import reasons
+from shared.process import logs
+from shared.schemas import json_values
+from shared.store.endpoint_names import find_endpoint_async
 from shared.errors import (
     BadGateway,
     Conflict,
@@ -52,9 +54,9 @@ from shared.errors import (
     ValidationFailed,
 )
 from shared.lifecycle import endpoints as endpoint_lifecycle
-from shared.states import EndpointPhase
-from shared.store import connect_async
-from shared.times import now_iso
+from shared.lifecycle.states import EndpointPhase
+from shared.store.documents import connect_async
+from shared.store.times import now_iso
 
 PROXIED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
 RECORD_EVERY_S = 1.0  # the most lastRequestAt lags behind the last request through the trainer

@@ -11,13 +11,13 @@ from services.api.claims import give_back_places, queue_for_devices, reserve_pla
 from services.api.context import Context
 from services.api.plan_facts import RunPlanFacts
 from shared import reasons
-from shared.config import DEFAULT_WORKLOADS
+from shared.config.deployment import DEFAULT_WORKLOADS
 from shared.errors import Conflict
-from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
+from shared.lifecycle.states import RunStatus
 from shared.plans import read_plan
 from shared.plans.check import check
-from shared.states import RunStatus
+from shared.store.ids import Kind, new_id
 
 
 def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:

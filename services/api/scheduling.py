@@ -8,11 +8,12 @@ from typing import Any
 
 from services.api.auth import Principal
 from services.api.context import Context
-from shared import reasons, wait_reasons
+from shared import reasons
+from shared.claims import wait_reasons
 from shared.claims.fits import pool_named
 from shared.claims.nodes import node_liveness, node_states
 from shared.claims.waiting import entry, explain_pool, queue_reasons
-from shared.states import RunStatus
+from shared.lifecycle.states import RunStatus
 
 
 def pool_state(context: Context, pool_name: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Response schemas, one per resource, read direction. Every answer of the API is dumped through
 one of them (`serialise`), so an answer carries exactly the fields its schema declares: those the
 OpenAPI document describes. Stored fields a schema leaves out on purpose are listed, with why, in
-INTERNAL_FIELDS. The request schemas are shared.plans (runs), shared.endpoint_schema,
-shared.evaluation_schema and the upload form (datasets)."""
+INTERNAL_FIELDS. The request schemas are shared.plans (runs), shared.schemas.endpoints,
+shared.schemas.evaluations and the upload form (datasets)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ class SchedulingSchema(Schema):
     reason = fields.String(allow_none=True, metadata={
         "description": "while QUEUED: waiting_for_gpus, queued_behind, quota, fits_now, exceeds_pool or "
                        "no_live_worker (no node big enough has the service that would start it alive; "
-                       "shared/wait_reasons.py)"})
+                       "shared/claims/wait_reasons.py)"})
     quota = fields.Nested(QuotaWaitSchema, allow_none=True, metadata={"description": "the quota it waits on (reason quota)"})
     waitingOn = fields.Nested(WaitingOnSchema, metadata={"description": "while QUEUED: what holds the pool and what is queued ahead"})
     waitingText = fields.String(metadata={"description": "the same as one line (SPEC 5)"})
@@ -357,7 +357,7 @@ class HolderSchema(WaitEntrySchema):
 class QueueEntrySchema(WaitEntrySchema):
     position = fields.Integer(metadata={"description": "1-based place in the pool queue"})
     workload = fields.String(allow_none=True)
-    reason = fields.String(metadata={"description": "why it waits (shared/wait_reasons.py)"})
+    reason = fields.String(metadata={"description": "why it waits (shared/claims/wait_reasons.py)"})
     quota = fields.Nested(QuotaWaitSchema, allow_none=True)
 
 

@@ -12,7 +12,7 @@ the source) and the parts this deployment can read are recorded on the snapshot.
 what its manifest declares (services/api/snapshot_members.py): files inside its parts, and, when the
 manifest lists its files, those files at their listed sizes; an archive is checked member by member
 as it streams in, so a file that does not belong is refused before it is written. Every refusal
-leaves nothing behind; a full disk is a 507 (shared/disk_full.py), not a fault of the archive.
+leaves nothing behind; a full disk is a 507 (shared/process/disk_full.py), not a fault of the archive.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from services.api.branches import with_readable
 from services.api.context import Context
 from services.api.snapshot_members import SnapshotMembers, relative
 from shared import reasons
-from shared.artifacts import imported_snapshot_key
-from shared.disk_full import disk_full
 from shared.errors import Forbidden, TooLarge, ValidationFailed
-from shared.ids import Kind, new_id
-from shared.snapshot_files import damage, listed_damage, record
-from shared.snapshots import MANIFEST_FILE, MAX_MANIFEST_BYTES, check_adapter_config, parse_manifest, read_manifest
+from shared.process.disk_full import disk_full
+from shared.snapshots.files import damage, listed_damage, record
+from shared.snapshots.manifest import MANIFEST_FILE, MAX_MANIFEST_BYTES, check_adapter_config, parse_manifest, read_manifest
+from shared.store.artifacts import imported_snapshot_key
+from shared.store.ids import Kind, new_id
 
 
 def import_directory(context: Context, *, path: str, workload: str, who: Principal) -> dict[str, Any]:

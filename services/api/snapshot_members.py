@@ -21,8 +21,8 @@ from typing import Any
 
 from shared import reasons
 from shared.errors import TooLarge, ValidationFailed
-from shared.snapshot_files import size_problem
-from shared.snapshots import ADAPTER_DIR, MANIFEST_FILE, TRAINING_STATE_DIR
+from shared.snapshots.files import size_problem
+from shared.snapshots.manifest import ADAPTER_DIR, MANIFEST_FILE, TRAINING_STATE_DIR
 
 _DEFAULT_DIRS = {"weights": ADAPTER_DIR, "trainingState": TRAINING_STATE_DIR}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from shared import reasons
 from shared.lifecycle.endpoints import idle_expired, process_lost, start_timed_out
-from shared.states import EndpointPhase
+from shared.lifecycle.states import EndpointPhase
 
 # A READY endpoint whose process is alive but fails this many probes in a row is lost.
 LOST_AFTER_FAILED_PROBES = 3

@@ -17,11 +17,11 @@ from typing import Any
 import redis
 
 from services.endpoint_manager.manager import MANAGER_LEASE_MS, EndpointManager
-from shared import logs
-from shared.config import load_config
+from shared.config.deployment import load_config
 from shared.errors import TrainerError
-from shared.private_files import use_private_umask
-from shared.store import connect
+from shared.process import logs
+from shared.process.private_files import use_private_umask
+from shared.store.documents import connect
 
 PASS_EVERY_S = 0.5
 ERROR_BACKOFF_S = 1.0
@@ -36,7 +36,7 @@ def serve(*, manager: EndpointManager, stop: threading.Event, log: Any, every_s:
                 standby = not standby
                 log.info("standby: another manager acts for this node" if standby else "acting for the node")
             stop.wait(every_s)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:  # past the client's retries (shared/store.py)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:  # past the client's retries (shared/store/documents.py)
             log.warning("redis unreachable", error=str(exc))
             stop.wait(ERROR_BACKOFF_S)
         except Exception:  # a bad document must not stop the node's endpoints
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-serving-on-exit", action="store_true",
                         help="stop this node's serving processes when the manager exits")
     args = parser.parse_args(argv)
-    use_private_umask()  # load specs, serving logs: this user's only (shared/private_files.py)
+    use_private_umask()  # load specs, serving logs: this user's only (shared/process/private_files.py)
     log = logs.configure("endpoint_manager").bind(node=args.node)
     try:
         config = load_config()

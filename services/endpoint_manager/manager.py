@@ -24,21 +24,22 @@ import structlog
 
 from services.endpoint_manager import supervisor
 from services.endpoint_manager.decide import Action, Decision, Probe, decide
-from shared import leases, reasons
-from shared.artifacts import ArtifactRoot, join
-from shared.catalog import Catalog
+from shared import reasons
 from shared.claims.queue import ClaimQueue
-from shared.config import DeploymentConfig
+from shared.config.deployment import DeploymentConfig
 from shared.errors import ValidationFailed
-from shared.judges import judge_in_use
-from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.endpoints import idle_expired, process_lost
-from shared.load_spec import LoadSpec, load_spec_for
-from shared.snapshot_files import damage_of
-from shared.states import EndpointPhase
-from shared.store import Store
-from shared.times import now_iso
+from shared.lifecycle.states import EndpointPhase
+from shared.models.catalog import Catalog
+from shared.models.load_spec import LoadSpec, load_spec_for
+from shared.rewards.judges import judge_in_use
+from shared.snapshots.files import damage_of
+from shared.store import leases
+from shared.store.artifacts import ArtifactRoot, join
+from shared.store.documents import Store
+from shared.store.keys import Keys
+from shared.store.times import now_iso
 
 MANAGER_LEASE_MS = 15_000  # a manager that stops renewing is replaced after this long
 JUDGE_CHECK_EVERY_S = 2.0  # how often an idle judge looks again for runs that use it

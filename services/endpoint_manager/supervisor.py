@@ -18,10 +18,10 @@ from typing import Any
 
 import requests
 
-from shared.artifacts import ArtifactRoot, endpoint_key, join
-from shared.child_env import child_env
-from shared.ports import free_port
-from shared.times import now_iso
+from shared.process.child_env import child_env
+from shared.process.ports import free_port
+from shared.store.artifacts import ArtifactRoot, endpoint_key, join
+from shared.store.times import now_iso
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE_TIMEOUT_S = 1.0

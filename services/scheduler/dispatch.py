@@ -19,16 +19,16 @@ from typing import Any
 import structlog
 
 from shared import reasons
-from shared.celery_app import EXECUTE_TASK, node_queue
 from shared.claims.orphans import task_waiting
 from shared.claims.queue import ClaimQueue
-from shared.config import DeploymentConfig
+from shared.config.deployment import DeploymentConfig
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle import evaluations, runs
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.lifecycle.runs import RUNS
-from shared.states import ClaimState, EndpointPhase
-from shared.store import Store
+from shared.lifecycle.states import ClaimState, EndpointPhase
+from shared.messaging.celery_app import EXECUTE_TASK, node_queue
+from shared.store.documents import Store
 
 # Two schedulers never dispatch one claim at once: the first takes this lock. One that dies
 # holding it delays a re-dispatch by this long, and the re-dispatch checks the broker queue first.

@@ -37,9 +37,9 @@ from services.scheduler.dead_nodes import lease_node, track_absences
 from shared import reasons
 from shared.claims.orphans import LEASED_KINDS, give_back, in_workers_hands
 from shared.claims.queue import ClaimQueue
-from shared.config import DeploymentConfig
-from shared.store import Store
-from shared.times import epoch, iso
+from shared.config.deployment import DeploymentConfig
+from shared.store.documents import Store
+from shared.store.times import epoch, iso
 
 # `leaseSeenAt` is written at most this often per claim, so a pass does not rewrite every claim.
 LEASE_SEEN_WRITE_S = 10.0

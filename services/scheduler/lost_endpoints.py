@@ -45,13 +45,13 @@ from services.scheduler.dead_nodes import track_absences
 from shared import reasons
 from shared.claims.nodes import node_liveness
 from shared.claims.queue import ClaimQueue
-from shared.config import DeploymentConfig
+from shared.config.deployment import DeploymentConfig
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.endpoints import start_timed_out
-from shared.ids import Kind, new_id
-from shared.states import EndpointPhase
-from shared.store import Store
-from shared.times import iso
+from shared.lifecycle.states import EndpointPhase
+from shared.store.documents import Store
+from shared.store.ids import Kind, new_id
+from shared.store.times import iso
 
 
 class LostAction(StrEnum):

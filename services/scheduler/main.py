@@ -17,14 +17,14 @@ import redis
 from services.scheduler.dispatch import dispatch_granted, sweep
 from services.scheduler.lost import requeue_lost
 from services.scheduler.lost_endpoints import recover_lost_endpoints
-from shared import logs
-from shared.celery_app import make_celery
 from shared.claims.queue import ClaimQueue
-from shared.config import DeploymentConfig, load_config
+from shared.config.deployment import DeploymentConfig, load_config
 from shared.errors import TrainerError
-from shared.keys import Keys
-from shared.private_files import use_private_umask
-from shared.store import Store, connect
+from shared.messaging.celery_app import make_celery
+from shared.process import logs
+from shared.process.private_files import use_private_umask
+from shared.store.documents import Store, connect
+from shared.store.keys import Keys
 
 WAKEUP_WAIT_S = 1  # the longest a submitted claim waits for a pass
 ERROR_BACKOFF_S = 1.0
@@ -63,7 +63,7 @@ def serve(
                 log.info("pass", **counts)
             if not stop.is_set():
                 client.blpop([keys.scheduler_wakeup()], timeout=WAKEUP_WAIT_S)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:  # past the client's retries (shared/store.py)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:  # past the client's retries (shared/store/documents.py)
             log.warning("redis unreachable", error=str(exc))
             stop.wait(ERROR_BACKOFF_S)
         except Exception:  # a bad claim or document must not stop scheduling for everyone
@@ -72,7 +72,7 @@ def serve(
 
 
 def main() -> int:
-    use_private_umask()  # whatever it writes is this user's only (shared/private_files.py)
+    use_private_umask()  # whatever it writes is this user's only (shared/process/private_files.py)
     log = logs.configure("scheduler")
     try:
         config = load_config()

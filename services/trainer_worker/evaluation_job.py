@@ -22,15 +22,15 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.node_worker import take_devices, use_granted_devices
 from services.trainer_worker.work_reporter import WorkReporter
 from shared import reasons
-from shared.artifacts import dataset_key, evaluation_rows_key, join
-from shared.datasets import read_rows
+from shared.data.datasets import read_rows
 from shared.errors import WorkFailed
-from shared.judges import JudgeAddresses, JudgeNotReady, wait_until_ready
 from shared.lifecycle.evaluations import EVALUATIONS
-from shared.redis_retry import unreachable
-from shared.rewards import check_rewards
-from shared.snapshot_files import damage_of
-from shared.states import EvaluationStatus
+from shared.lifecycle.states import EvaluationStatus
+from shared.rewards.functions import check_rewards
+from shared.rewards.judges import JudgeAddresses, JudgeNotReady, wait_until_ready
+from shared.snapshots.files import damage_of
+from shared.store.artifacts import dataset_key, evaluation_rows_key, join
+from shared.store.redis_retry import unreachable
 
 PROGRESS_EVERY_S = 0.5
 
@@ -131,7 +131,7 @@ def _judge(worker, doc: dict[str, Any], reporter: EvaluationReporter):
     ref = doc.get("judge")
     if not ref:
         return None
-    from shared import rewards
+    from shared.rewards import functions as rewards
 
     judges = JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,
                             workloads=dict(doc.get("judgeWorkloads") or {}), _store=worker.store)
@@ -153,14 +153,14 @@ def _judge(worker, doc: dict[str, Any], reporter: EvaluationReporter):
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    """Every row of the dataset as written (shared/datasets.py reads it; `engines.evaluate` interprets it)."""
+    """Every row of the dataset as written (shared/data/datasets.py reads it; `engines.evaluate` interprets it)."""
     return [row.fields for row in read_rows(path)]
 
 
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):
     """Returns (outcome, metrics, results, detail)."""
     from services.trainer_worker.engines.evaluate import score
-    from shared.load_spec import load_model, load_spec_for
+    from shared.models.load_spec import load_model, load_spec_for
     from shared.serving.generation import Generator
 
     # Again here, where the deployment's reward functions surely import (the API may not have them):

@@ -4,7 +4,7 @@ A worker that wakes mid-save after its run moved to another node (paused, partit
 declared dead) must not be able to touch what the new holder wrote. Two things make sure of it:
 
 - **where it publishes**: each attempt of a run publishes its snapshot directories under keys of
-  its own (`shared.artifacts.run_snapshots_key`: `runs/RUN/snapshots` for the first attempt,
+  its own (`shared.store.artifacts.run_snapshots_key`: `runs/RUN/snapshots` for the first attempt,
   `runs/RUN/snapshots/attempt-N` once re-queued), so a stale holder's directory can never replace
   one the new holder published;
 - **registering it**: the snapshot document, its place in the run's snapshot index and the run's
@@ -21,7 +21,7 @@ from typing import Any
 from services.trainer_worker.lease import Lease, LeaseLost
 from services.trainer_worker.takeover import LOST_FIELD
 from shared.lifecycle.core import StaleWriter, fenced
-from shared.store import Store
+from shared.store.documents import Store
 
 
 def register(store: Store, lease: Lease, snapshot: dict[str, Any]) -> dict[str, Any]:

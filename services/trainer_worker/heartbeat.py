@@ -31,9 +31,9 @@ from pathlib import Path
 
 import redis
 
-from shared import leases
-from shared.keys import Keys
-from shared.times import now_iso
+from shared.store import leases
+from shared.store.keys import Keys
+from shared.store.times import now_iso
 
 HEARTBEAT_EVERY_S = 3.0
 HEARTBEAT_TTL_S = 10

@@ -5,7 +5,7 @@ from a heartbeat thread, and takes a fresh fencing number (INCR `fence:RUN`). It
 onto the run; every later write by that worker checks that the run still carries its number, so a
 worker that lost its lease (paused too long, partitioned) can no longer change the run.
 
-Over a Redis outage (the worker's client retries, shared/redis_retry.py) the lease may lapse: a
+Over a Redis outage (the worker's client retries, shared/store/redis_retry.py) the lease may lapse: a
 renewal that finds it gone takes it again, but only while `fence:RUN` is still this worker's
 number, that is, while nobody else has taken the run (or re-queued it) meanwhile.
 """
@@ -17,9 +17,9 @@ import threading
 
 import redis
 
-from shared import leases
-from shared.keys import Keys
 from shared.lifecycle.core import Lifecycle, StaleWriter, fenced
+from shared.store import leases
+from shared.store.keys import Keys
 
 LEASE_TTL_MS = 30_000
 RENEW_EVERY_S = 5.0

@@ -1,7 +1,7 @@
 """Carry out one granted claim on this node: take the lease of its run or evaluation, do the work
 (run_job.py, evaluation_job.py), give the GPUs back. Plain Python: the Celery task only calls `execute`.
 
-Every Redis command the work sends rides out an outage of `redisRetryS` (shared/redis_retry.py).
+Every Redis command the work sends rides out an outage of `redisRetryS` (shared/store/redis_retry.py).
 Should Redis stay away longer, the work stops as if its lease were lost: it writes nothing (it
 could not), is not FAILED, and the scheduler re-queues it once its lease has been gone long enough
 (services/scheduler/lost.py). A run never ends FAILED because its store blinked."""
@@ -16,9 +16,9 @@ from services.trainer_worker.evaluation_job import evaluate
 from services.trainer_worker.lease import Lease
 from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.run_job import train_run
-from shared import logs
-from shared.redis_retry import unreachable
-from shared.states import EvaluationStatus, RunStatus
+from shared.lifecycle.states import EvaluationStatus, RunStatus
+from shared.process import logs
+from shared.store.redis_retry import unreachable
 
 
 def execute(worker: Worker, kind: str, resource_id: str, claim_id: str) -> str:

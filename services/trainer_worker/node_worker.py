@@ -1,5 +1,5 @@
 """What a node's worker needs to carry out its work: the deployment's config, Redis (the retrying
-client: shared/redis_retry.py), the store, the artifact root, the catalog and who it is; and the two
+client: shared/store/redis_retry.py), the store, the artifact root, the catalog and who it is; and the two
 things every task does first with its grant, whatever it runs: use only its devices, and stamp them
 with its fence on the work's document."""
 
@@ -10,12 +10,12 @@ import socket
 from typing import Any
 
 from services.trainer_worker.lease import Lease
-from shared.artifacts import ArtifactRoot
-from shared.catalog import Catalog
-from shared.config import DeploymentConfig
-from shared.keys import Keys
-from shared.redis_retry import connect_retrying
-from shared.store import Store
+from shared.config.deployment import DeploymentConfig
+from shared.models.catalog import Catalog
+from shared.store.artifacts import ArtifactRoot
+from shared.store.documents import Store
+from shared.store.keys import Keys
+from shared.store.redis_retry import connect_retrying
 
 
 class Worker:

@@ -37,7 +37,7 @@ from shared.claims.orphans import (
     task_waiting,
 )
 from shared.claims.queue import ClaimQueue
-from shared.store import Store
+from shared.store.documents import Store
 
 # A live holder renews its lease every RENEW_EVERY_S; one silent for longer than twice that (and a
 # margin for a busy process) is dead.

@@ -20,13 +20,13 @@ from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.trackers.scalars import SentSteps
 from services.trainer_worker.work_reporter import WorkReporter
 from shared import reasons
-from shared.artifacts import ArtifactRoot
-from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
-from shared.snapshot_files import record
-from shared.states import RunStatus
-from shared.store import Store
-from shared.times import now_iso
+from shared.lifecycle.states import RunStatus
+from shared.snapshots.files import record
+from shared.store.artifacts import ArtifactRoot
+from shared.store.documents import Store
+from shared.store.ids import Kind, new_id
+from shared.store.times import now_iso
 
 PROGRESS_EVERY_S = 0.25
 # What `RunReporter.stop` holds when its worker is stopping: the engine is asked to pause (a snapshot

@@ -14,13 +14,13 @@ from services.trainer_worker.node_worker import Worker, take_devices, use_grante
 from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
 from shared import reasons
-from shared.artifacts import dataset_key, run_snapshots_key, run_work_key
 from shared.errors import WorkFailed
 from shared.lifecycle.runs import RUNS
+from shared.lifecycle.states import RunStatus
 from shared.plans import TrainingPlan
-from shared.redis_retry import unreachable
-from shared.snapshot_files import damage_of
-from shared.states import RunStatus
+from shared.snapshots.files import damage_of
+from shared.store.artifacts import dataset_key, run_snapshots_key, run_work_key
+from shared.store.redis_retry import unreachable
 
 
 def train_run(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log) -> str:
@@ -108,7 +108,7 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
     or its worker was lost), else the snapshot it branches from, else nothing.
 
     Every snapshot it would restore is checked file by file first (sizes and sha256,
-    shared/snapshot_files.py): a damaged one of its own is passed over for the next older one, with
+    shared/snapshots/files.py): a damaged one of its own is passed over for the next older one, with
     a warn event; one it cannot do without (a damaged branch source, or none of its own intact)
     fails the run with a sentence naming the snapshot and the file, before any model is loaded."""
     from services.trainer_worker.engines.base import Restore
@@ -141,8 +141,8 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
     use_granted_devices(worker, devices)
     from services.trainer_worker.engines import train
     from services.trainer_worker.engines.base import TrainingJob
-    from shared.judges import JudgeAddresses
-    from shared.models import model_dir_for
+    from shared.models.loading import model_dir_for
+    from shared.rewards.judges import JudgeAddresses
 
     plan = TrainingPlan.from_dict(run["plan"])
     model_dir = model_dir_for(worker.catalog.raw(plan.model), worker.artifacts)

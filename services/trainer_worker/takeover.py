@@ -3,7 +3,7 @@
 Celery delivers a task again when the pool process running it died under a live worker: killed
 from outside, typically by the kernel's out-of-memory killer, which picks the process that trains.
 The worker's main process notices at once, and with `task_reject_on_worker_lost` puts the message
-back within `worker_lost_wait` (shared/celery_app.py); a copy of a task also comes back when a worker
+back within `worker_lost_wait` (shared/messaging/celery_app.py); a copy of a task also comes back when a worker
 stopped and its message had not been acknowledged. The copy finds its run (or evaluation) STARTING
 or RUNNING under its claim, and its lease:
 
@@ -33,9 +33,10 @@ from typing import Any
 
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reclaim import lease_holder_gone
-from shared import leases, reasons
+from shared import reasons
 from shared.claims.orphans import LEASED_KINDS, give_back, in_workers_hands
 from shared.errors import NotFound
+from shared.store import leases
 
 # A run or evaluation whose process dies this many times in a row fails (see the module).
 MAX_LOST_PROCESSES = 3

@@ -7,7 +7,7 @@ import os
 from billiard.process import current_process
 from celery import Celery
 
-from shared.celery_app import EXECUTE_TASK
+from shared.messaging.celery_app import EXECUTE_TASK
 
 _worker = None
 
@@ -19,7 +19,7 @@ def register(app: Celery, config, node: str) -> None:
         from services.trainer_worker import stopping
         from services.trainer_worker.leased_work import execute
         from services.trainer_worker.node_worker import Worker
-        from shared import logs
+        from shared.process import logs
 
         # SIGTERM from now on gives this task's work back (the process runs this one task only); in
         # a pool process only, never in Celery's main process, whose own SIGTERM starts its shutdown.

@@ -13,10 +13,10 @@ import os
 import sys
 import warnings
 
-from shared import logs
-from shared.celery_app import make_celery, node_queue
-from shared.config import load_config
-from shared.private_files import use_private_umask
+from shared.config.deployment import load_config
+from shared.messaging.celery_app import make_celery, node_queue
+from shared.process import logs
+from shared.process.private_files import use_private_umask
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,9 +58,9 @@ def start_node(config, node: str):
     from services.trainer_worker.heartbeat import NodeHeartbeat
     from services.trainer_worker.reclaim import reclaim_orphans
     from shared.claims.queue import ClaimQueue
-    from shared.keys import Keys
-    from shared.redis_retry import connect_retrying
-    from shared.store import Store
+    from shared.store.documents import Store
+    from shared.store.keys import Keys
+    from shared.store.redis_retry import connect_retrying
 
     log = logs.get("trainer_worker").bind(node=node)
     began = time.monotonic()
@@ -78,7 +78,7 @@ def start_node(config, node: str):
 
 
 def _quiet_a_chosen_warning(**_) -> None:
-    """We keep tasks running over a lost broker connection on purpose (shared/celery_app.py); Celery
+    """We keep tasks running over a lost broker connection on purpose (shared/messaging/celery_app.py); Celery
     warns about that choice on every reconnect. Added once Celery has set up its logging, which
     turns its own warnings back on."""
     warnings.filterwarnings("ignore", message=r"(?s).*worker_cancel_long_running_tasks_on_connection_loss")

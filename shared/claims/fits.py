@@ -12,7 +12,7 @@ something the deployment does not hold, as an unknown model, dataset or snapshot
 from __future__ import annotations
 
 from shared import reasons
-from shared.config import DeploymentConfig, Pool
+from shared.config.deployment import DeploymentConfig, Pool
 from shared.errors import NotFound, Unprocessable
 
 

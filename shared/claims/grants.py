@@ -21,7 +21,7 @@ One pass looks at the waiting claims in queue order (`decide`) and applies these
 A claim that could not fit even on an empty node of the pool (the pool was shrunk after it was
 queued; submission refuses such claims) is passed over rather than blocking the pool forever.
 
-Every waiting claim gets one reason token of `shared/wait_reasons.py`; the scheduler grants the
+Every waiting claim gets one reason token of `shared/claims/wait_reasons.py`; the scheduler grants the
 claims `decide` grants, and `waiting.py` explains the others from the same decisions.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
-from shared import wait_reasons
+from shared.claims import wait_reasons
 
 
 CLAIM_KINDS = frozenset({"run", "evaluation", "endpoint"})

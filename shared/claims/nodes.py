@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import redis
 
 from shared.claims.grants import NodeState
-from shared.config import Pool
-from shared.keys import Keys
+from shared.config.deployment import Pool
+from shared.store.keys import Keys
 
 WORKER = "worker"
 ENDPOINT_MANAGER = "endpoint manager"

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.celery_app import node_queue
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
 from shared.lifecycle import evaluations, runs
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.lifecycle.runs import RUNS
-from shared.store import Store
+from shared.messaging.celery_app import node_queue
+from shared.store.documents import Store
+from shared.store.ids import Kind, new_id
 
 # Kinds a worker carries out under a lease: their lifecycle and the states in which a worker holds
 # them. An evaluation keeps nothing half-done: re-queued, it scores every row again.

@@ -21,13 +21,13 @@ from shared import reasons
 from shared.claims import fits, queued
 from shared.claims.grants import ClaimView, claim_view, device_index, free_devices, plan_grants
 from shared.claims.nodes import pool_node_states
-from shared.config import DeploymentConfig
+from shared.config.deployment import DeploymentConfig
 from shared.errors import Conflict, ValidationFailed
-from shared.ids import Kind, new_id
-from shared.keys import Keys
-from shared.states import ClaimState
-from shared.times import now_iso
-from shared.transactions import transact
+from shared.lifecycle.states import ClaimState
+from shared.store.ids import Kind, new_id
+from shared.store.keys import Keys
+from shared.store.times import now_iso
+from shared.store.transactions import transact
 
 __all__ = ["ClaimQueue", "claim_view", "device_index", "CLAIM_KINDS"]
 

@@ -23,10 +23,10 @@ import redis
 
 from shared import reasons
 from shared.errors import TooManyQueued
-from shared.ids import Kind, new_id
-from shared.keys import Keys
-from shared.states import ClaimState
-from shared.transactions import transact
+from shared.lifecycle.states import ClaimState
+from shared.store.ids import Kind, new_id
+from shared.store.keys import Keys
+from shared.store.transactions import transact
 
 # A reserved place whose claim was never submitted is given back after this long: far longer than
 # a request takes from its reservation to its submission, short enough that a failed one is not felt.

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared import wait_reasons
+from shared.claims import wait_reasons
 from shared.claims.grants import ClaimView, Nodes, as_node_states, claim_view, decide, free_devices
 from shared.claims.nodes import SERVICE_OF
-from shared.times import epoch
+from shared.store.times import epoch
 
 # The reasons under which a node whose service does not answer is what the claim waits on.
 NODE_BOUND = (wait_reasons.WAITING_FOR_GPUS, wait_reasons.NO_LIVE_WORKER)

@@ -4,7 +4,7 @@ bytes every run, on any machine: the PNGs are written here with zlib, not by an 
 Each row shows one coloured shape (a square, a disc or a triangle, of one of four colours, at a
 size and place drawn from a seeded generator) on a white 32x32 image and asks
 "What colour is the shape?"; the answer is the colour's name. A few dozen LoRA steps of the
-built-in image-text model (shared/tiny_vision_model.py) visibly lower the loss on it.
+built-in image-text model (shared/models/tiny_vision_model.py) visibly lower the loss on it.
 
     python shared/data/make_sample_images.py
 """

@@ -1,5 +1,5 @@
 """What every lifecycle module does with a status: one function moves a document along its state
-machine (shared/states.py), stamps when it started or ended, and refuses a stale writer.
+machine (shared/lifecycle/states.py), stamps when it started or ended, and refuses a stale writer.
 
 A **stale writer** is one whose decision was made on a document that has moved on since:
 - a worker whose fence (taken with its lease) is not the one the document carries: another
@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from shared.errors import NotFound
-from shared.times import now_iso
+from shared.store.times import now_iso
 
 Change = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
@@ -45,7 +45,7 @@ class Lifecycle:
     kind: str  # as users read it: "run", "evaluation", "endpoint"
     field: str  # the document field holding the state: "status" or "phase"
     states: type[StrEnum]
-    transition: Callable[[Any, Any], StrEnum]  # shared.states: returns the target or raises IllegalTransition
+    transition: Callable[[Any, Any], StrEnum]  # shared.lifecycle.states: returns the target or raises IllegalTransition
     initial: StrEnum
     started_field: str | None = None  # stamped the first time it enters `running`
     running: StrEnum | None = None

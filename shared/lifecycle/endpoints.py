@@ -1,4 +1,4 @@
-"""An endpoint's phase (shared/states.py `EndpointPhase`) is derived from the facts stored on it,
+"""An endpoint's phase (shared/lifecycle/states.py `EndpointPhase`) is derived from the facts stored on it,
 as SkyPilot derives a replica's status, and written only here.
 
 Writers record **facts**; `derive_phase` says what phase they make, and `record` stores the facts
@@ -23,8 +23,8 @@ from typing import Any
 
 from shared.errors import NotFound
 from shared.lifecycle.core import Change
-from shared.states import EndpointPhase, endpoint_transition
-from shared.times import epoch, now_iso
+from shared.lifecycle.states import EndpointPhase, endpoint_transition
+from shared.store.times import epoch, now_iso
 
 FIELD = "phase"
 GRANTED = frozenset({EndpointPhase.STARTING, EndpointPhase.READY})

@@ -1,4 +1,4 @@
-"""An evaluation's status (shared/states.py `EvaluationStatus`), written only through `EVALUATIONS`.
+"""An evaluation's status (shared/lifecycle/states.py `EvaluationStatus`), written only through `EVALUATIONS`.
 
 | edge | writer |
 |---|---|
@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from shared.lifecycle.core import Lifecycle
-from shared.states import EvaluationStatus, evaluation_transition
+from shared.lifecycle.states import EvaluationStatus, evaluation_transition
 
 EVALUATIONS = Lifecycle(kind="evaluation", field="status", states=EvaluationStatus, transition=evaluation_transition,
                         initial=EvaluationStatus.QUEUED, started_field="startedAt", running=EvaluationStatus.RUNNING)

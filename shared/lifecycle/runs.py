@@ -1,4 +1,4 @@
-"""A run's status (shared/states.py `RunStatus`), written only through `RUNS`.
+"""A run's status (shared/lifecycle/states.py `RunStatus`), written only through `RUNS`.
 
 Who moves a run where (each through `RUNS.apply` inside its own Store.update, or `RUNS.move`):
 
@@ -19,7 +19,7 @@ status: the worker ends it.
 from __future__ import annotations
 
 from shared.lifecycle.core import Lifecycle
-from shared.states import RunStatus, run_transition
+from shared.lifecycle.states import RunStatus, run_transition
 
 RUNS = Lifecycle(kind="run", field="status", states=RunStatus, transition=run_transition, initial=RunStatus.QUEUED,
                  started_field="startedAt", running=RunStatus.RUNNING)

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
 from shared import reasons
-from shared.config import Pool
-from shared.datasets import TEXT
-from shared.engines import EngineSpec
-from shared.judges import accept_judge
-from shared.model_facts import refuse_unusable
+from shared.config.deployment import Pool
+from shared.data.datasets import TEXT
 from shared.errors import NotFound, Unprocessable, ValidationFailed
+from shared.models.facts import refuse_unusable
+from shared.planning.engines import EngineSpec
+from shared.planning.resolver import refuse_the_dataset_modality, resolve
 from shared.plans.schema import MAX_STEPS
 from shared.plans.training_plan import TrainingPlan
-from shared.resolver import refuse_the_dataset_modality, resolve
-from shared.rewards import check_rewards
+from shared.rewards.functions import check_rewards
+from shared.rewards.judges import accept_judge
 
 WEIGHTS, TRAINING_STATE = "weights", "trainingState"
 
@@ -69,7 +69,7 @@ class PlanFacts(Protocol):
 
     def damage(self, snapshot: Mapping[str, Any], part: str) -> Any:
         """The first damaged file of a snapshot's part, checked file by file, sha256 included
-        (shared/snapshot_files.py `Damage`: file, problem), or None. Asked last: it reads the files."""
+        (shared/snapshots/files.py `Damage`: file, problem), or None. Asked last: it reads the files."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _within_quota(plan: TrainingPlan, pool: Pool) -> None:
 
 def _grpo_settings(plan: TrainingPlan, facts: PlanFacts) -> dict[str, str]:
     """Returns the workload of each judge the plan names (by id or name): the run's worker looks a
-    judge's name up in that workload only, as the caller saw it (shared/endpoint_names.py)."""
+    judge's name up in that workload only, as the caller saw it (shared/store/endpoint_names.py)."""
     if not plan.is_grpo:
         if plan.grpo is not None:
             raise ValidationFailed(reasons.grpo_on_sft_run(plan.method), details={"field": "grpo"})

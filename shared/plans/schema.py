@@ -16,8 +16,8 @@ from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields
 
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.names import WORKLOAD_PATTERN
-from shared.rewards import ENTRY_KEYS
+from shared.rewards.functions import ENTRY_KEYS
+from shared.schemas.names import WORKLOAD_PATTERN
 
 METHODS = ("sft", "grpo")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -159,7 +159,7 @@ class HyperparametersSchema(Schema):
 class RewardSchema(Schema):
     """`{function: NAME, weight, ...parameters}` or `{judge: ENDPOINT, weight}`. Every other key is
     a parameter of the function, kept as given: which ones a function takes is checked by
-    `shared.rewards.check_rewards`, which knows the deployment's registered functions. Here they need
+    `shared.rewards.functions.check_rewards`, which knows the deployment's registered functions. Here they need
     only be JSON values, since the plan stores them. The built-in functions' parameters are declared
     for their help text."""
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping
 
 from shared import reasons
-from shared.engines import RESTORE_NONE
+from shared.planning.engines import RESTORE_NONE
 from shared.plans.schema import batch_remainder, parse_plan, plan_default
 
 GRPO = "grpo"
@@ -164,7 +164,7 @@ class Reward(_Part):
         return cls(**entry, parameters=tuple((k, v) for k, v in data.items() if k not in cls.ENTRY))
 
     def to_dict(self) -> dict[str, Any]:
-        """The entry as the plan stores it, and as shared/rewards.py scores it."""
+        """The entry as the plan stores it, and as shared/rewards/functions.py scores it."""
         return {"function": self.function, "judge": self.judge, "weight": self.weight, **dict(self.parameters)}
 
 
@@ -181,7 +181,7 @@ class Grpo(_Part):
 
     @property
     def reward_entries(self) -> list[dict[str, Any]]:
-        """The rewards as shared/rewards.py reads them (entries shared with evaluations)."""
+        """The rewards as shared/rewards/functions.py reads them (entries shared with evaluations)."""
         return [reward.to_dict() for reward in self.rewards]
 
 
@@ -256,7 +256,7 @@ class TrainingPlan(_Part):
 
     @property
     def restore_kind(self) -> str:
-        """What the run restores: none, weights or trainingState (shared/engines.py ALL_RESTORES)."""
+        """What the run restores: none, weights or trainingState (shared/planning/engines.py ALL_RESTORES)."""
         return self.restore.what if self.restore is not None else RESTORE_NONE
 
     @property

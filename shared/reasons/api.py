@@ -83,7 +83,7 @@ WORKLOAD_NAME_RULE = "a workload name is 1 to 64 letters, digits or `_.-`"
 
 
 def query_workload_invalid(param: str = "workload") -> str:
-    """A query parameter naming a workload breaks the rule of workload names (shared/names.py)."""
+    """A query parameter naming a workload breaks the rule of workload names (shared/schemas/names.py)."""
     return f"?{param}= must name a workload: 1 to 64 letters, digits or `_.-`"
 
 
@@ -105,7 +105,7 @@ FLOWER_AUTH_REQUIRED = "Flower needs its basic auth (user:password) on every rou
 
 
 # The answer (507) of a request whose write met a full disk (ENOSPC, EDQUOT) where the trainer
-# keeps artifacts: services/api/app.py, shared/disk_full.py. Whatever was half-written is removed.
+# keeps artifacts: services/api/app.py, shared/process/disk_full.py. Whatever was half-written is removed.
 DISK_FULL = ("the trainer's disk is full (no space left where it stores artifacts), so nothing was stored; "
              "free space there, then send the request again")
 
@@ -124,7 +124,7 @@ def number_too_long(digits: int, most: int) -> str:
 NUMBER_NOT_A_STRING = "must be a JSON number, not a string"
 
 
-# --- Request bodies and the resources they name (shared/*_schema.py, shared/store.py, services/api/auth.py).
+# --- Request bodies and the resources they name (shared/*_schema.py, shared/store/documents.py, services/api/auth.py).
 
 def body_not_an_object(what: str) -> str:
     """A resource's body (`what`: endpoint, evaluation, comparison, plan) that is not a JSON object."""

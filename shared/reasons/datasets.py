@@ -1,4 +1,4 @@
-"""Datasets (services/api/datasets.py) and the images their rows hold (issue 17, shared/images.py)."""
+"""Datasets (services/api/datasets.py) and the images their rows hold (issue 17, shared/data/images.py)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ DATASET_EMPTY = "the dataset has no rows"
 DATASET_FORMATS_MIXED = "the dataset mixes messages rows with prompt and completion rows"
 
 
-# --- Images in chat messages (shared/images.py): the problem with an image part, said after the
+# --- Images in chat messages (shared/data/images.py): the problem with an image part, said after the
 # field it is in (`messages[0].content[1].image_url.url is not valid base64`).
 
 IMAGE_NOT_A_DATA_URL = "must be a data: URL of an image (data:image/png;base64,...)"
@@ -111,7 +111,7 @@ def image_format_refused(image_format: str | None, media_types: list[str]) -> st
     return f"is a {image_format} image; images are {', '.join(media_types)}"
 
 
-# --- Dataset files as shared/datasets.py reads them.
+# --- Dataset files as shared/data/datasets.py reads them.
 
 def dataset_not_utf8(byte: int) -> str:
     return f"the dataset is not UTF-8 text (byte {byte})"

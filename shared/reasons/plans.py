@@ -18,7 +18,7 @@ def engine_refused(*, method: str, kl_penalty: float, restores_weights: bool, gp
     return sentence + f" on {gpus} GPU(s)"
 
 
-# How a sentence names the rows of each dataset format (shared/datasets.py FORMATS).
+# How a sentence names the rows of each dataset format (shared/data/datasets.py FORMATS).
 DATASET_FORMAT_ROWS = {"chat": "chat messages", "completion": "prompt and completion rows", "prompt": "prompt rows"}
 
 

@@ -1,4 +1,4 @@
-"""Rewards and judges (shared/rewards.py, shared/reward_process.py; GRPO, SPEC 4): a reward entry's
+"""Rewards and judges (shared/rewards/functions.py, shared/rewards/process.py; GRPO, SPEC 4): a reward entry's
 parameters, patterns RE2 refuses, registered functions past their time budget, judges that do not
 answer. `where` is the reward entry (grpo.rewards.0) at submission, or the step / row being scored
 ("step 3", "row 7")."""
@@ -10,12 +10,12 @@ import json
 
 def judge_unknown(judge: str) -> str:
     """A grpo reward's judge or an evaluation's `judge` (an id, or a live endpoint's name) that names
-    no endpoint the caller may use (shared/judges.py)."""
+    no endpoint the caller may use (shared/rewards/judges.py)."""
     return f"judge {judge} is not an endpoint of this deployment; `training endpoints get` lists them"
 
 
 def judge_ended(judge: str, phase: str) -> str:
-    """A judge named at submission whose endpoint has ended (shared/judges.py)."""
+    """A judge named at submission whose endpoint has ended (shared/rewards/judges.py)."""
     return f"judge endpoint {judge} is {phase}; start another endpoint to judge with"
 
 
@@ -104,7 +104,7 @@ def reward_process_ended(where: str, key: str, how: str) -> str:
     return f"{where}: the process scoring reward {key} {how} before it gave a score"
 
 
-# --- Reward entries refused (shared/rewards.py check_rewards, load_registered).
+# --- Reward entries refused (shared/rewards/functions.py check_rewards, load_registered).
 
 def reward_unloadable(reference: str, error: str) -> str:
     return f"reward function {reference} cannot be loaded: {error}"

@@ -1,5 +1,5 @@
 """Runs as they stop, fail, pause and resume: the details stored on them, and what their trackers
-say (shared/tracker_config.py, services/trainer_worker/trackers/)."""
+say (shared/config/trackers.py, services/trainer_worker/trackers/)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Serving processes and the models they load: the serving key, folded adapters
 (shared/serving/adapter_fold.py), catalog models from the Hugging Face hub cache (SPEC 1, 2.1:
-shared/models.py, shared/catalog.py)."""
+shared/models/loading.py, shared/models/catalog.py)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def serving_context_too_long(*, most: int, asked: int, prompt: int, completion: 
             "Please reduce the length of the messages or completion.")
 
 
-# --- The model-load spec (shared/load_spec.py): an endpoint's, an evaluation's, a rollout server's.
+# --- The model-load spec (shared/models/load_spec.py): an endpoint's, an evaluation's, a rollout server's.
 
 def load_spec_value_refused(field: str, value: str, allowed: list[str]) -> str:
     return f"load spec: {field} {value} is not one of {', '.join(allowed)}"
@@ -177,7 +177,7 @@ def adapter_without_config(name: str, directory: str) -> str:
     return f"adapter {name}: {directory} holds no adapter_config.json"
 
 
-# --- The catalog and its models (shared/catalog.py, shared/models.py, shared/tiny_models.py).
+# --- The catalog and its models (shared/models/catalog.py, shared/models/loading.py, shared/models/tiny_models.py).
 
 def model_not_in_catalog(model: str) -> str:
     return f"model {model} is not in this deployment's catalog"

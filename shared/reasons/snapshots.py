@@ -1,5 +1,5 @@
 """Snapshots: manifests, archives and directories imported (services/api/snapshot_import.py),
-damaged files (shared/snapshot_files.py); refusals that leave nothing behind."""
+damaged files (shared/snapshots/files.py); refusals that leave nothing behind."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def snapshot_archive_too_many_files(filename: str, limit: int) -> str:
 
 
 def snapshot_damaged(snapshot_id: str, file: str, problem: str) -> str:
-    """A snapshot whose files are not as it recorded them (shared/snapshot_files.py)."""
+    """A snapshot whose files are not as it recorded them (shared/snapshots/files.py)."""
     return f"snapshot {snapshot_id} is damaged: its file {file} {problem}"
 
 
@@ -139,7 +139,7 @@ def snapshot_member_refused(member: str, problem: str) -> str:
     return f"{member} {problem}"
 
 
-# --- A snapshot directory's manifest read (shared/snapshots.py read_manifest, parse_manifest).
+# --- A snapshot directory's manifest read (shared/snapshots/manifest.py read_manifest, parse_manifest).
 
 def snapshot_dir_without_manifest(manifest: str) -> str:
     return f"the snapshot directory holds no {manifest}"

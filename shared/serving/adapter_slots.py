@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shared.load_spec import attach_adapter
+from shared.models.load_spec import attach_adapter
 
 WEIGHTS_FILE = "adapter_model.safetensors"
 CONFIG_FILE = "adapter_config.json"

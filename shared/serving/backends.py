@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from shared.gpu_share import batch_invariant_supported
-from shared.load_spec import LoadSpec, sampling_defaults
-from shared.models import PRECISION_DTYPES
+from shared.models.load_spec import LoadSpec, sampling_defaults
+from shared.models.loading import PRECISION_DTYPES
+from shared.planning.gpu_share import batch_invariant_supported
 
 # vLLM's --max-lora-rank accepts only these; the smallest one that fits every known adapter is used.
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared import reasons
+from shared.data.images import image_parts
 from shared.errors import NotFound, ValidationFailed
-from shared.images import image_parts
-from shared.load_spec import LoadSpec, sampling_defaults
-from shared.models import load_processor
-from shared.prompts import model_extras, placeholder_token_ids, prompt_token_ids, reads_images
+from shared.models.load_spec import LoadSpec, sampling_defaults
+from shared.models.loading import load_processor
+from shared.models.prompts import model_extras, placeholder_token_ids, prompt_token_ids, reads_images
 from shared.serving.adapter_fold import FoldedAdapter
 from shared.serving.adapter_slots import AdapterSlots
 from shared.serving.image_inputs import encode, message_images, pixel_inputs
@@ -35,7 +35,7 @@ MAX_N = 256  # completions one generation holds: n, or n times the prompts of a 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """A request's sampling settings, over the model's defaults (`shared.load_spec.sampling_defaults`)."""
+    """A request's sampling settings, over the model's defaults (`shared.models.load_spec.sampling_defaults`)."""
 
     max_tokens: int
     temperature: float  # 0: greedy

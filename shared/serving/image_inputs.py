@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.images import image_parts, open_image
+from shared.data.images import image_parts, open_image
 
 # Sequence-aligned outputs of a processor, besides input_ids and attention_mask, that the model
 # reads (Gemma 3: which tokens are image tokens; Qwen-VL: mm_token_type_ids).

@@ -24,10 +24,11 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from shared import json_values, reasons
+from shared import reasons
+from shared.data.images import content_faults
 from shared.errors import TrainerError, ValidationFailed
-from shared.images import content_faults
 from shared.reasons import SERVING_KEY_REQUIRED
+from shared.schemas import json_values
 from shared.serving.generation import MAX_N, Generator, Outcome, SamplingParams
 
 ERROR_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
@@ -40,7 +41,7 @@ def error_body(status: int, message: str, param: str | None = None) -> dict[str,
 
 def _body() -> dict[str, Any]:
     """The body as a JSON object; a 400, never a 500, for JSON nested too deep or holding a lone
-    surrogate, which no tokenizer reads (shared/json_values.py)."""
+    surrogate, which no tokenizer reads (shared/schemas/json_values.py)."""
     try:
         body = json_values.loads(request.get_data(cache=True)) if request.is_json else None
     except json_values.JsonRefused as exc:
@@ -277,7 +278,7 @@ def _many(generator: Generator, head: dict, body: dict, prompts: list[list[int]]
 def _messages(raw: Any, *, images: bool = False) -> list[dict[str, Any]]:
     """Chat messages with string content (a list of text parts is joined, as vLLM does for text
     models); for a model that reads `images`, content lists of text and image_url parts are kept
-    as they are, every image decoded and bounded (shared/images.py), a fault naming its part."""
+    as they are, every image decoded and bounded (shared/data/images.py), a fault naming its part."""
     if not isinstance(raw, list) or not raw:
         raise ValidationFailed(reasons.SERVING_MESSAGES_EMPTY, details={"param": "messages"})
     messages = []

@@ -11,7 +11,7 @@ It stands where vLLM cannot run (CPU nodes, development, CI) and answers like vL
           -> SIGTERM or SIGINT: stop serving and exit 0 (also while still loading)
 
 It exits 1 when the load spec cannot be read or the model cannot be loaded or the port is taken,
-after logging why. Logs are JSON lines on stderr (shared.logs), bound to the endpoint id.
+after logging why. Logs are JSON lines on stderr (shared.process.logs), bound to the endpoint id.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import threading
 import time
 import warnings
 
-from shared import logs
 from shared.errors import TrainerError
-from shared.private_files import use_private_umask
+from shared.process import logs
+from shared.process.private_files import use_private_umask
 
 SERVICE = "endpoint-server"
 API_KEY_ENV = "TRAINING_SERVING_API_KEY"  # the bearer token requests must carry (shared/serving/backends.py)
@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m shared.serving.server", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
-    parser.add_argument("--load-spec", required=True, help="path of the load spec JSON (shared.load_spec.LoadSpec)")
+    parser.add_argument("--load-spec", required=True, help="path of the load spec JSON (shared.models.load_spec.LoadSpec)")
     parser.add_argument("--endpoint-id", default=os.environ.get("TRAINING_ENDPOINT_ID"),
                         help="the endpoint this process serves, bound to every log line")
     parser.add_argument("--log-level", default=os.environ.get("TRAINING_LOG_LEVEL", "INFO"))
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers.utils import logging as hf_logging
 
-    from shared.load_spec import LoadSpec, load_model
+    from shared.models.load_spec import LoadSpec, load_model
     from shared.serving.generation import Generator
     from shared.serving.openai_app import create_app
 

@@ -25,7 +25,7 @@ def served(config):
     uvicorn in a thread on a free port; yields its URL. Unlike `python -m services.api.main` it runs
     asyncio's own event loop, not uvloop (the end-to-end tests run the real entry point)."""
     from services.api.asgi import create_asgi_app
-    from shared.ports import free_port
+    from shared.process.ports import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_asgi_app(config), host="127.0.0.1", port=port, loop="asyncio",

@@ -31,14 +31,14 @@ from services.api import schemas
 from services.api.openapi import ROUTES
 from services.scheduler.dispatch import dispatch_granted
 from services.trainer_worker.evaluation_job import EvaluationReporter
-from services.trainer_worker.node_worker import take_devices
 from services.trainer_worker.lease import Lease
+from services.trainer_worker.node_worker import take_devices
 from services.trainer_worker.reporter import RunReporter
-from shared.artifacts import endpoint_key, evaluation_rows_key, join, run_key
 from shared.claims.queue import ClaimQueue
+from shared.lifecycle.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
 from shared.snapshots import manifest, write_manifest
-from shared.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
-from shared.times import now_iso
+from shared.store.artifacts import endpoint_key, evaluation_rows_key, join, run_key
+from shared.store.times import now_iso
 from tests.api.conftest import CHAT_ROWS
 from tests.api.openapi_check import openapi_path, problems
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from shared import reasons
-from shared.json_values import MAX_DEPTH
+from shared.schemas.json_values import MAX_DEPTH
 from tests.api.conftest import CHAT_ROWS
 from tests.api.http_peer import HttpPeer
 

@@ -8,7 +8,7 @@ import pytest
 
 from services.api.comparisons import comparison_status, mark_best
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
+from shared.store.ids import Kind, new_id
 from tests.conftest import place_snapshot_files
 
 

@@ -11,10 +11,11 @@ import random
 from PIL import Image
 
 from services.api.dataset_files import MAX_IMAGE_FILES
-from shared import images, reasons
-from shared.artifacts import dataset_key
-from shared.images import decode_data_url
-from shared.tiny_vision_model import SAMPLE_DATASET
+from shared import reasons
+from shared.data import images
+from shared.data.images import decode_data_url
+from shared.models.tiny_vision_model import SAMPLE_DATASET
+from shared.store.artifacts import dataset_key
 
 ROWS = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines()[:3]]
 

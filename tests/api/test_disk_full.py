@@ -17,7 +17,7 @@ import pytest
 
 from services.api.app import create_app
 from shared import reasons
-from shared.snapshot_files import record
+from shared.snapshots.files import record
 from tests.api.conftest import CHAT_ROWS
 from tests.api.test_snapshot_import import MANIFEST, post_archive, snapshot_dir, tar_of
 from tests.conftest import fill_disk

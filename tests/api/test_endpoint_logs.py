@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from werkzeug.serving import make_server
 
 from services.api.app import create_app
-from shared import logs
+from shared.process import logs
 from tests.conftest import ADMIN_TOKEN
 from training_cli.main import cli
 

@@ -34,7 +34,7 @@ def grpo_plan(dataset, *, gpus=1, kl=0.0, rewards=None, precision="fp32", **extr
 
 def test_listed_fresh_grpo_runs_are_accepted_and_an_unlisted_one_is_refused(client, admin, prompts):
     """Every grpo combination base-models lists without a restore is accepted with its engine (the
-    restores are checked against the same declarations in tests/shared/test_resolver_engines.py);
+    restores are checked against the same declarations in tests/shared/planning/test_resolver_engines.py);
     4 slots (pool big) are not listed for the tiny model, which trains on 1 or 2, and are refused."""
     rows = [r for r in client.get("/v1/base-models/builtin/tiny-qwen3", headers=admin).json["startableRuns"]
             if r["method"] == "grpo"]
@@ -133,13 +133,13 @@ def test_batch_size_counts_whole_groups_and_sft_takes_no_grpo_settings(client, a
 
 @pytest.fixture
 def deployed(redis_url, key_prefix, shared_artifacts):
-    """A deployment that registers reward functions of its own (tests/shared/test_rewards.py holds them)."""
+    """A deployment that registers reward functions of its own (tests/shared/rewards/test_rewards.py holds them)."""
     from tests.conftest import ADMIN_TOKEN, mark_nodes_alive
 
     config = make_config(redis_url, key_prefix, shared_artifacts, rewardFunctions={
-        "shout": "tests.shared.test_rewards:registered_reward",
-        "at_least": "tests.shared.test_rewards:thresholded_reward",
-        "anything": "tests.shared.test_rewards:open_reward", "elsewhere": "no_such_package_here.rewards:score"})
+        "shout": "tests.shared.rewards.test_rewards:registered_reward",
+        "at_least": "tests.shared.rewards.test_rewards:thresholded_reward",
+        "anything": "tests.shared.rewards.test_rewards:open_reward", "elsewhere": "no_such_package_here.rewards:score"})
     app = create_app(config)
     context = app.extensions["trainer"]
     mark_nodes_alive(context.redis, context.keys, config)
@@ -150,7 +150,7 @@ def deployed(redis_url, key_prefix, shared_artifacts):
 
 
 def test_registered_reward_functions_are_known_by_name(deployed, redis_url, key_prefix, shared_artifacts):
-    assert deployed.config.reward_functions["shout"] == "tests.shared.test_rewards:registered_reward"
+    assert deployed.config.reward_functions["shout"] == "tests.shared.rewards.test_rewards:registered_reward"
     resp = deployed.client.post("/v1/runs", headers=deployed.admin,
                                 json=grpo_plan(deployed.dataset, rewards=[{"function": "shout"}]))
     assert resp.status_code == 201, resp.json

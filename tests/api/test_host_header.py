@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from services.api.openapi import ROUTES
-from shared.ids import new_id
+from shared.store.ids import new_id
 from tests.api.test_workload_walls import PATH_KINDS
 from tests.conftest import ADMIN_TOKEN, make_config
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared.artifacts import ArtifactRoot
-from shared.tiny_models import ensure_builtin
+from shared.models.tiny_models import ensure_builtin
+from shared.store.artifacts import ArtifactRoot
 from tests.conftest import make_config
-from tests.shared.hub_cache import add_to_hub_cache
+from tests.shared.models.hub_cache import add_to_hub_cache
 
 REPO = "tiny-org/tiny-qwen3"
 

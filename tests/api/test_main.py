@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared import reasons
-from shared.config import parse_config, weak_tokens
+from shared.config.deployment import parse_config, weak_tokens
 
 REPO = Path(__file__).resolve().parents[2]
 POOLS = {"pools": {"p": {"nodes": [{"name": "n", "devices": {"kind": "cpu", "count": 1}}]}}}

@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from shared import reasons
-from shared.artifacts import ArtifactRoot
-from shared.tiny_models import CHAT_TEMPLATE, builtin_facts, ensure_builtin
+from shared.models.tiny_models import CHAT_TEMPLATE, builtin_facts, ensure_builtin
+from shared.store.artifacts import ArtifactRoot
 from tests.api.conftest import CHAT_ROWS
 
 PROMPT_ROWS = b"\n".join(json.dumps({"prompt": f"q{i}", "completion": f"a{i}"}).encode() for i in range(4))

@@ -14,8 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from services.api import schemas
-from shared.names import WORKLOAD_PATTERN, cursor_pattern
-from shared.states import EndpointPhase, EvaluationStatus, RunStatus
+from shared.lifecycle.states import EndpointPhase, EvaluationStatus, RunStatus
+from shared.schemas.names import WORKLOAD_PATTERN, cursor_pattern
 from tests.api.openapi_check import openapi_path
 
 API = Path(__file__).resolve().parents[2] / "services" / "api"

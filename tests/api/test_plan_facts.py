@@ -11,7 +11,7 @@ import pytest
 from services.api.auth import Principal
 from services.api.plan_facts import RunPlanFacts
 from shared.errors import NotFound
-from tests.shared.plan_fixtures import typed
+from tests.shared.plans.plan_fixtures import typed
 
 ADMIN = Principal("admin", (), True)
 

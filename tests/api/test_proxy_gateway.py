@@ -126,7 +126,7 @@ def test_a_serving_process_that_breaks_off_is_refused_with_the_phase_and_sent_ba
 
 
 def test_a_serving_process_that_refuses_the_connection_is_refused_with_the_phase(http, api_url, admin, app, client):
-    from shared.ports import free_port
+    from shared.process.ports import free_port
 
     ep = ready_at(app, client, admin, f"http://127.0.0.1:{free_port()}")  # nothing listens there
     for path in ("/v1/completions", "/v1/chat/completions"):

@@ -1,6 +1,6 @@
 """Query parameters that name a workload, a resource or a file (issue 26): a value no such thing
 could have is a 400 naming the parameter, never an answer as if it named something that is not
-there (`?workload=../../x` answered 200 with an empty list). The rules are shared/names.py's, the
+there (`?workload=../../x` answered 200 with an empty list). The rules are shared/schemas/names.py's, the
 ones the deployment config and the request bodies hold the same names to."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import io
 import pytest
 
 from shared import reasons
-from shared.ids import Kind, new_id
-from shared.names import FILE_NAME_MAX
+from shared.schemas.names import FILE_NAME_MAX
+from shared.store.ids import Kind, new_id
 from tests.api.conftest import CHAT_ROWS
 from tests.api.test_bad_input import error_of
 from tests.api.test_snapshot_import import snapshot_dir
@@ -79,7 +79,7 @@ def test_an_archive_import_names_its_file_and_workload_by_the_rules(client, admi
 
 
 def test_the_document_declares_the_rules(client):
-    from shared.names import WORKLOAD_PATTERN, cursor_pattern, id_pattern
+    from shared.schemas.names import WORKLOAD_PATTERN, cursor_pattern, id_pattern
 
     spec = client.get("/v1/openapi.json").json
     for path in LISTS:

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
-from shared.states import RunStatus
+from shared.lifecycle.states import RunStatus
+from shared.store.ids import Kind, new_id
 
 
 def iso_ago(seconds: float) -> str:

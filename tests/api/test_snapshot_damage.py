@@ -11,7 +11,7 @@ import tarfile
 import pytest
 
 from shared import reasons
-from shared.snapshot_files import record
+from shared.snapshots.files import record
 
 WEIGHTS = "adapter/adapter_model.safetensors"
 

@@ -13,7 +13,7 @@ import tarfile
 import pytest
 
 from shared import reasons
-from shared.ids import Kind, new_id
+from shared.store.ids import Kind, new_id
 
 MANIFEST = {"layout": 2, "run": "run-elsewhere", "step": 8, "method": "sft", "engine": "sft-single",
             "precision": "fp32", "model": "builtin/tiny-qwen3", "gpus": 1, "release": "0.6.0",
@@ -330,7 +330,7 @@ def test_an_archive_holding_a_link_is_refused(client, admin, tmp_path, config):
 # --- Damaged imports (issue 14): a manifest that lists its files is held to them
 
 def test_an_import_whose_listed_files_differ_is_refused_naming_the_file(client, admin, tmp_path, config):
-    from shared.snapshot_files import record
+    from shared.snapshots.files import record
 
     directory = snapshot_dir(tmp_path)
     listed = record(directory)
@@ -356,7 +356,7 @@ def test_an_import_whose_listed_files_differ_is_refused_naming_the_file(client, 
 
 def listed_dir(tmp_path, **fields):
     """A snapshot directory whose manifest lists its files, as this release writes them."""
-    from shared.snapshot_files import record
+    from shared.snapshots.files import record
 
     directory = snapshot_dir(tmp_path, **fields)
     (directory / "snapshot.json").write_text(json.dumps({**MANIFEST, **fields, "files": record(directory)}))
@@ -508,7 +508,7 @@ def test_an_adapter_config_no_reader_could_take_is_refused_at_import(client, adm
 
 
 def test_a_manifest_past_4_mib_is_refused_unread(client, admin, tmp_path):
-    from shared.snapshots import MAX_MANIFEST_BYTES
+    from shared.snapshots.manifest import MAX_MANIFEST_BYTES
 
     directory = snapshot_dir(tmp_path)
     (directory / "snapshot.json").write_text(json.dumps(MANIFEST) + " " * MAX_MANIFEST_BYTES)

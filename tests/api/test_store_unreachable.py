@@ -2,7 +2,7 @@
 503 in the one error shape, with the sentence of shared/reasons/ and a Retry-After header, as
 the OpenAPI document says of every route that reads Redis; never a 500 (issue 14, "Faults").
 
-Redis here is an address where nothing listens, and the client's retries (shared/store.py) are cut
+Redis here is an address where nothing listens, and the client's retries (shared/store/documents.py) are cut
 to one so that each request gives up in a fraction of a second instead of about 3 s. A Redis that
 is killed and restarted under load is tests/e2e/test_store_restart.py."""
 
@@ -15,8 +15,9 @@ import pytest
 import requests
 import uvicorn
 
-from shared import reasons, store
-from shared.ports import free_port
+from shared import reasons
+from shared.process.ports import free_port
+from shared.store import documents as store
 from tests.api.openapi_check import problems
 from tests.conftest import ADMIN_TOKEN, make_config
 

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from services.api.upstream import Pool, UpstreamUnreachable
-from shared.ports import free_port
+from shared.process.ports import free_port
 from tests.api.http_peer import HttpPeer
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from services.api.openapi import ROUTES
 from shared import reasons
-from shared.ids import Kind, new_id
+from shared.store.ids import Kind, new_id
 from tests.api.conftest import CHAT_ROWS
 from tests.api.test_snapshot_import import snapshot_dir
 

@@ -84,7 +84,7 @@ def test_the_grpo_memory_cases_plan_is_one_the_engine_and_the_resolver_take(tmp_
     from bench.calibrate_memory import plan_of, write_dataset
     from services.trainer_worker.engines import grpo
     from services.trainer_worker.engines.base import TrainingJob
-    from shared.resolver import trainer_memory_gib, training_memory_gib
+    from shared.planning.resolver import trainer_memory_gib, training_memory_gib
 
     plan = plan_of("grpo", "bf16", "qwen3-8b")
     rows = grpo.load_prompt_rows(write_dataset("grpo", tmp_path / "prompts.jsonl"))

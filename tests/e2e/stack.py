@@ -17,7 +17,7 @@ import redis
 import requests
 import yaml
 
-from shared.ports import free_port
+from shared.process.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,8 +46,8 @@ class Stack:
     def serving_key(self, endpoint_id: str) -> dict[str, str]:
         """The header a request straight to an endpoint's serving process needs: its secret, read
         from the store as the trainer's proxy reads it (the API never shows it)."""
-        from shared.keys import Keys
-        from shared.store import Store, connect
+        from shared.store.documents import Store, connect
+        from shared.store.keys import Keys
 
         doc = Store(connect(self.redis_url), Keys(self.prefix)).get(endpoint_id) or {}
         return {"Authorization": f"Bearer {(doc.get('process') or {}).get('apiKey')}"}
@@ -67,7 +67,7 @@ class Stack:
         return self.start("worker", ["services.trainer_worker.worker", "--node", "local"])
 
     def wait_until_worker_alive(self) -> None:
-        from shared.keys import Keys
+        from shared.store.keys import Keys
 
         client, key = redis.Redis.from_url(self.redis_url), Keys(self.prefix).node_alive("local")
         self.wait_until("the worker's heartbeat", lambda: client.exists(key)

@@ -80,7 +80,7 @@ def test_cli_upload_train_download_and_generate(stack, tmp_path):
     import torch
     from peft import PeftModel
 
-    from shared.models import load_causal_lm, load_tokenizer
+    from shared.models.loading import load_causal_lm, load_tokenizer
 
     model_dir = stack.artifacts / "models" / "tiny-qwen3"
     base = load_causal_lm(model_dir, "fp32")

@@ -130,9 +130,9 @@ def test_import_layout1_and_branch_from_it_with_the_cli(stack, dataset, tmp_path
     import json as json_
     import shutil
 
-    from shared.artifacts import ArtifactRoot
+    from shared.models.tiny_models import ensure_builtin
     from shared.plans import parse_plan
-    from shared.tiny_models import ensure_builtin
+    from shared.store.artifacts import ArtifactRoot
     from tests.e2e.test_run_through_services import SAMPLE
     from tests.trainer_worker.layout1 import make_layout1_snapshot
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from shared.artifacts import ArtifactRoot
-from shared.tiny_models import ensure_builtin
+from shared.models.tiny_models import ensure_builtin
+from shared.store.artifacts import ArtifactRoot
 from tests.e2e.stack import start_stack, stop_stack
 from tests.e2e.test_endpoints import phase_is
 from tests.e2e.test_run_through_services import wait_terminal

@@ -12,7 +12,7 @@ import pytest
 from openai import OpenAI
 
 from shared import reasons
-from shared.tiny_vision_model import SAMPLE_DATASET
+from shared.models.tiny_vision_model import SAMPLE_DATASET
 from tests.e2e.stack import start_stack, stop_stack
 from tests.e2e.test_endpoints import phase_is
 from tests.e2e.test_run_through_services import wait_terminal

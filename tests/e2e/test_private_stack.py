@@ -17,9 +17,9 @@ from pathlib import Path
 import redis
 import requests
 
-from shared.keys import Keys
-from shared.ports import free_port
-from shared.store import Store
+from shared.process.ports import free_port
+from shared.store.documents import Store
+from shared.store.keys import Keys
 from tests.e2e.stack import REPO, home_env, training
 from training_cli.stack_state import StackState
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 from openai import OpenAI
 
+from shared.planning.resolver import BYTES_PER_PARAMETER, GIB, model_shape, training_memory_gib
 from shared.plans import TrainingPlan
-from shared.resolver import BYTES_PER_PARAMETER, GIB, model_shape, training_memory_gib
 from tests.e2e.stack import start_stack, stop_stack
 from tests.e2e.test_cli_flow import cli
 

@@ -4,7 +4,7 @@ with AOF on (tests/restartable_redis.py).
 
 Before: the engine took the lost connection for a training failure (the run FAILED), and the
 Celery worker process exited (`AttributeError: 'NoneType' object has no attribute 'hostname'`,
-shared/celery_redis.py), so the next run stayed QUEUED until someone started the worker again.
+shared/messaging/celery_redis.py), so the next run stayed QUEUED until someone started the worker again.
 Now, in each of TRIALS trials (an outage of about a second, or an immediate restart): the worker
 process is still alive, the run SUCCEEDED in its first attempt with every step's metrics, and the
 run submitted next trains too. The figures are printed; docs/faults.md records them.

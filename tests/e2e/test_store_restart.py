@@ -4,7 +4,7 @@
 requests through the proxy to a READY endpoint (its serving process a scripted HTTP peer,
 tests/api/http_peer.py: what is under test is the store, not generation).
 
-Twice: a blip (Redis back at once, shorter than the client's retries, shared/store.py) that no
+Twice: a blip (Redis back at once, shorter than the client's retries, shared/store/documents.py) that no
 client may notice at all, and an outage of several seconds, longer than those retries, through
 which every answer is a success or a 503 with Retry-After and the sentence of shared/reasons/,
 never a 500. Afterwards every write a client was told succeeded is still there, the API answers
@@ -28,8 +28,8 @@ import requests
 import yaml
 
 from shared import reasons
-from shared.keys import Keys
-from shared.ports import free_port
+from shared.process.ports import free_port
+from shared.store.keys import Keys
 from tests.api.http_peer import HttpPeer
 from tests.e2e.stack import Stack
 from tests.restartable_redis import RestartableRedis

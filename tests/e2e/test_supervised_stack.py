@@ -25,10 +25,10 @@ import time
 import redis
 import requests
 
-from shared.keys import Keys
-from shared.ports import free_port
-from shared.redis_server import redis_answers
+from shared.process.ports import free_port
+from shared.store.keys import Keys
 from tests.e2e.stack import REPO, home_env, training
+from training_cli.redis_server import redis_answers
 from training_cli.stack_state import StackState, process_alive
 
 SAMPLE = REPO / "shared" / "data" / "sample_sft.jsonl"

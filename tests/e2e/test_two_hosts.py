@@ -27,8 +27,8 @@ import redis
 import requests
 import yaml
 
-from shared.keys import Keys
-from shared.times import epoch
+from shared.store.keys import Keys
+from shared.store.times import epoch
 from tests.e2e.hosts import Hosts, available
 from tests.e2e.stack import REPO, Stack
 from tests.e2e.test_durability import PLAN, step_of

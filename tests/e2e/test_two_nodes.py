@@ -21,10 +21,10 @@ import requests
 import yaml
 
 from services.endpoint_manager import supervisor
-from shared.keys import Keys
-from shared.ports import free_port
-from shared.store import Store, connect
-from shared.times import epoch
+from shared.process.ports import free_port
+from shared.store.documents import Store, connect
+from shared.store.keys import Keys
+from shared.store.times import epoch
 from tests.e2e.stack import Stack, stop_stack
 from tests.e2e.test_durability import PLAN, step_of
 from tests.e2e.test_run_through_services import upload_sample, wait_terminal

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import time
 
-from shared.times import epoch
+from shared.store.times import epoch
 from tests.e2e.test_durability import PLAN, events, step_of
 from tests.e2e.test_run_through_services import upload_sample, wait_terminal
 

@@ -29,7 +29,7 @@ import pytest
 import requests
 
 from shared import reasons
-from shared.times import epoch
+from shared.store.times import epoch
 from tests.e2e.stack import start_stack, stop_stack
 from tests.e2e.test_run_through_services import upload_sample, wait_terminal
 from tests.e2e.test_worker_restart import training_started_after
@@ -183,7 +183,7 @@ def test_sigkill_of_the_training_process_gives_the_run_back_at_once(stack, datas
     stack.wait_until("step 12", lambda: step_of(stack, run_id) >= 12, every_s=0.05)
     import redis as redis_lib
 
-    from shared.keys import Keys
+    from shared.store.keys import Keys
 
     token = redis_lib.Redis.from_url(stack.redis_url, decode_responses=True).get(Keys(stack.prefix).lease(run_id))
     child = int(token.rsplit(":", 1)[0].rsplit("/", 1)[1])  # NODE/HOST/PID: the pool process that trains

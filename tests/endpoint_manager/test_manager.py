@@ -26,11 +26,11 @@ from services.endpoint_manager import manager as manager_module
 from services.endpoint_manager.manager import EndpointManager
 from services.scheduler.main import run_once as scheduler_pass
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
-from shared.keys import Keys
-from shared.store import Store, connect
+from shared.store.documents import Store, connect
+from shared.store.ids import Kind, new_id
+from shared.store.keys import Keys
 from tests.conftest import mark_nodes_alive
-from tests.shared.plan_fixtures import typed
+from tests.shared.plans.plan_fixtures import typed
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,8 +5,8 @@ flags (or their environment variables) still win; a node without a host stays on
 from __future__ import annotations
 
 from services.endpoint_manager.manager import EndpointManager
-from shared.config import parse_config
-from shared.store import connect
+from shared.config.deployment import parse_config
+from shared.store.documents import connect
 
 RAW = {"pools": {"p": {"nodes": [{"name": "node-a", "host": "10.77.0.3", "devices": {"kind": "cpu", "count": 1}},
                                  {"name": "local", "devices": {"kind": "cpu", "count": 1}}]}}}

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import pytest
 
 from services.endpoint_manager.decide import LOST_AFTER_FAILED_PROBES, Action, Decision, Probe, decide
-from shared.judges import names_judge
 from shared import reasons
 from shared.lifecycle.endpoints import idle_expired, start_timed_out
-from shared.states import EndpointPhase, endpoint_transition
-from tests.shared.plan_fixtures import typed
+from shared.lifecycle.states import EndpointPhase, endpoint_transition
+from shared.rewards.judges import names_judge
+from tests.shared.plans.plan_fixtures import typed
 
 NOW = 1_800_000_000.0
 ALIVE = Probe(alive=True, answers=True)

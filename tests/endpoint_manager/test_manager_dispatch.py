@@ -12,9 +12,9 @@ import structlog
 from services.scheduler.dispatch import needs_no_devices
 from services.scheduler.main import run_once
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
-from shared.states import EndpointPhase
-from shared.store import Store, connect
+from shared.lifecycle.states import EndpointPhase
+from shared.store.documents import Store, connect
+from shared.store.ids import Kind, new_id
 from tests.conftest import mark_nodes_alive
 
 

@@ -10,9 +10,9 @@ import structlog
 
 from services.api.app import create_app
 from services.endpoint_manager.manager import EndpointManager
-from shared.ids import Kind, new_id
 from shared.serving.backends import BuiltinBackend, VllmBackend
-from shared.store import connect
+from shared.store.documents import connect
+from shared.store.ids import Kind, new_id
 from tests.conftest import ADMIN_TOKEN
 from tests.shared.serving.serving import make_adapter
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.celery_app import node_queue
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
-from shared.states import ClaimState, RunStatus
+from shared.lifecycle.states import ClaimState, RunStatus
+from shared.messaging.celery_app import node_queue
+from shared.store.ids import Kind, new_id
 
 REPO = Path(__file__).resolve().parents[2]
 POOL = {"nodes": [{"name": "n1", "devices": {"kind": "cuda", "count": 4}},
@@ -168,7 +168,7 @@ def test_an_endpoint_holding_the_pool_shows_on_the_waiting_run_word_for_word(que
     from datetime import UTC, datetime
 
     from services.api.app import create_app
-    from shared.config import parse_config
+    from shared.config.deployment import parse_config
 
     claims = ClaimQueue(queue.redis, keys)
     proc = start(scheduler_env)

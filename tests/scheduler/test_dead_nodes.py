@@ -8,7 +8,7 @@ import time
 
 from services.scheduler.dead_nodes import lease_node, track_absences
 from services.scheduler.lost import requeue_lost
-from shared.states import ClaimState, RunStatus
+from shared.lifecycle.states import ClaimState, RunStatus
 from tests.scheduler.test_lost import started_run
 
 NOT_ANSWERING = ("node local stopped answering (its worker's heartbeat is gone); the run goes back to the queue "
@@ -106,7 +106,7 @@ def test_lease_tokens_name_their_node():
 
 
 def test_node_dead_after_s_is_configurable():
-    from shared.config import EMBEDDED_DEFAULT, parse_config
+    from shared.config.deployment import EMBEDDED_DEFAULT, parse_config
 
     assert parse_config(EMBEDDED_DEFAULT, env={}).node_dead_after_s == 3
     assert parse_config({**EMBEDDED_DEFAULT, "scheduling": {"nodeDeadAfterS": 5}}, env={}).node_dead_after_s == 5

@@ -6,8 +6,8 @@ import json
 
 from services.scheduler.dispatch import dispatch_granted, sweep
 from shared import reasons
-from shared.celery_app import EXECUTE_TASK, node_queue
-from shared.states import ClaimState, RunStatus
+from shared.lifecycle.states import ClaimState, RunStatus
+from shared.messaging.celery_app import EXECUTE_TASK, node_queue
 
 
 def claim_for(queue, run_id, *, gpus=1, pool="default"):
@@ -85,8 +85,8 @@ def test_a_resent_grant_is_not_sent_twice_while_its_task_still_waits_in_the_node
 ):
     """The scheduler stopped after sending the task but before stamping dispatchedAt: the task id
     is the claim id, so the next pass finds it in the broker queue and only stamps the claim."""
-    from shared.celery_app import make_celery
-    from shared.config import parse_config
+    from shared.config.deployment import parse_config
+    from shared.messaging.celery_app import make_celery
     from tests.claim_fixtures import CONFIG
 
     celery_app = make_celery(parse_config(CONFIG, env={"TRAINING_KEY_PREFIX": keys.prefix,

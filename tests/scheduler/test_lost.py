@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from services.scheduler.lost import requeue_lost
-from shared.states import ClaimState, RunStatus
+from shared.lifecycle.states import ClaimState, RunStatus
 
 
 def started_run(queue, store, config, make_run, sender, *, status=RunStatus.RUNNING):
@@ -83,7 +83,7 @@ def test_a_requeue_cut_short_after_the_run_changed_is_finished_by_the_next_pass(
 
 
 def test_worker_lost_after_s_is_configurable():
-    from shared.config import EMBEDDED_DEFAULT, parse_config
+    from shared.config.deployment import EMBEDDED_DEFAULT, parse_config
 
     assert parse_config(EMBEDDED_DEFAULT, env={}).worker_lost_after_s == 60
     assert parse_config({**EMBEDDED_DEFAULT, "scheduling": {"workerLostAfterS": 5}}, env={}).worker_lost_after_s == 5

@@ -8,9 +8,9 @@ import time
 
 from services.scheduler.dispatch import dispatch_granted
 from services.scheduler.lost_endpoints import LostAction, decide_lost, recover_lost_endpoints
-from shared.ids import Kind, new_id
-from shared.states import ClaimState, EndpointPhase
-from shared.times import iso
+from shared.lifecycle.states import ClaimState, EndpointPhase
+from shared.store.ids import Kind, new_id
+from shared.store.times import iso
 
 
 def endpoint(queue, store, config, sender, *, phase=EndpointPhase.READY, pool="default", start_timeout_s=30):

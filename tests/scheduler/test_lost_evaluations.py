@@ -8,8 +8,8 @@ import time
 
 from services.scheduler.dispatch import dispatch_granted
 from services.scheduler.lost import requeue_lost
-from shared.ids import Kind, new_id
-from shared.states import ClaimState, EvaluationStatus
+from shared.lifecycle.states import ClaimState, EvaluationStatus
+from shared.store.ids import Kind, new_id
 
 
 def started_evaluation(queue, store, config, sender):

@@ -12,8 +12,8 @@ from pathlib import Path
 import structlog
 
 from services.scheduler.main import run_once
-from shared.celery_app import node_queue
-from shared.states import ClaimState, RunStatus
+from shared.lifecycle.states import ClaimState, RunStatus
+from shared.messaging.celery_app import node_queue
 
 REPO = Path(__file__).resolve().parents[2]
 

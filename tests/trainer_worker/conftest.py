@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.artifacts import ArtifactRoot
-from shared.tiny_models import ensure_builtin
+from shared.models.tiny_models import ensure_builtin
+from shared.store.artifacts import ArtifactRoot
 
 
 @pytest.fixture(scope="session")

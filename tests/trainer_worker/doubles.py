@@ -10,8 +10,8 @@ import torch
 from safetensors.torch import load_file
 
 from services.trainer_worker.engines.base import Restore, TrainingJob
-from shared.tiny_models import SAMPLE_DATASET
-from tests.shared.plan_fixtures import typed
+from shared.models.tiny_models import SAMPLE_DATASET
+from tests.shared.plans.plan_fixtures import typed
 
 PLAN = {
     "method": "sft",

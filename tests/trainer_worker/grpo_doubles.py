@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from services.trainer_worker.engines.base import Restore, TrainingJob
-from tests.shared.plan_fixtures import typed
+from tests.shared.plans.plan_fixtures import typed
 
 PROMPT = "What is the answer?"
 
@@ -37,7 +37,7 @@ def toy_answer(model_dir: Path) -> tuple[str, float]:
     """The untrained model's likeliest visible next token after PROMPT, and its probability."""
     import torch
 
-    from shared.models import load_causal_lm, load_tokenizer
+    from shared.models.loading import load_causal_lm, load_tokenizer
 
     tokenizer, model = load_tokenizer(model_dir), load_causal_lm(model_dir, "fp32")
     ids = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]

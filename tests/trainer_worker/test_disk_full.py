@@ -8,7 +8,7 @@ recorder: the test runs the task itself, as the worker's Celery task does, `leas
 and the tiny model trains for real. The disk fills at a chosen moment: right after the first
 snapshot is registered, a file takes every byte left (`fill_disk`), so the second snapshot's first
 write (the adapter, by safetensors) meets ENOSPC. A writer that fails without saying why
-(torch.save) is covered in tests/shared/test_disk_full.py.
+(torch.save) is covered in tests/shared/process/test_disk_full.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.reporter import RunReporter
 from shared import reasons
 from shared.claims.queue import ClaimQueue
-from shared.snapshot_files import damage_of
+from shared.snapshots.files import damage_of
 from tests.conftest import ADMIN_TOKEN, fill_disk, make_config, mark_nodes_alive
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

@@ -14,10 +14,10 @@ import pytest
 from services.trainer_worker import evaluation_job, work_reporter
 from services.trainer_worker.leased_work import execute
 from services.trainer_worker.node_worker import Worker
-from shared.artifacts import dataset_key
 from shared.claims.queue import ClaimQueue
-from shared.endpoint_names import create_endpoint_doc
-from shared.ids import Kind, new_id
+from shared.store.artifacts import dataset_key
+from shared.store.endpoint_names import create_endpoint_doc
+from shared.store.ids import Kind, new_id
 from tests.conftest import mark_nodes_alive
 
 
@@ -135,17 +135,17 @@ def test_a_cancel_before_it_starts_scoring_ends_it_cancelled(worker, granted):
 def test_a_cancel_sent_while_the_model_loads_ends_it_cancelled_before_its_first_row(worker, granted, monkeypatch):
     """Issue 26: the cancel is read in the same write that moves it to RUNNING, not only by a
     throttled check that a short evaluation can finish before (held off for good here)."""
-    import shared.load_spec
+    import shared.models.load_spec
 
     monkeypatch.setattr(work_reporter, "CANCEL_CHECK_EVERY_S", 3600.0)
-    real_load = shared.load_spec.load_model
+    real_load = shared.models.load_spec.load_model
     evaluation_id, claim = granted()
 
     def cancelled_while_loading(spec):
         worker.store.update(evaluation_id, lambda d: {**d, "cancelRequested": True})  # the API, meanwhile
         return real_load(spec)
 
-    monkeypatch.setattr(shared.load_spec, "load_model", cancelled_while_loading)
+    monkeypatch.setattr(shared.models.load_spec, "load_model", cancelled_while_loading)
     assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "CANCELLED"
     doc = worker.store.get(evaluation_id)
     assert doc["detail"] == "cancelled by the user" and doc["metrics"] is None and doc.get("startedAt") is None
@@ -199,7 +199,7 @@ def test_a_ready_judge_endpoint_is_asked_for_every_row(worker, granted, tmp_path
     """A real built-in serving process of the tiny model is the judge; its address is what a READY
     endpoint document carries. Its (tiny-model) answers are parsed, or counted as unparsable with a
     warn event."""
-    from shared.load_spec import load_spec_for
+    from shared.models.load_spec import load_spec_for
     from tests.shared.serving.serving import ServingProcess
 
     judge = new_id(Kind.ENDPOINT)
@@ -247,7 +247,7 @@ def test_a_registered_reward_past_its_budget_fails_it_naming_the_row(worker, gra
 
     from shared import reasons
 
-    reference = "tests.shared.test_reward_process:catastrophic_reward"
+    reference = "tests.shared.rewards.test_reward_process:catastrophic_reward"
     worker.config = replace(worker.config, reward_functions={"stuck": reference})
     monkeypatch.setenv("TRAINING_REWARD_CALL_BUDGET_S", "2")
     evaluation_id, claim = granted(rewards=[{"function": "stuck"}])

@@ -17,7 +17,7 @@ from services.trainer_worker.node_worker import Worker
 from shared import reasons
 from shared.claims.queue import ClaimQueue
 from shared.errors import ValidationFailed, WorkFailed
-from shared.ids import Kind, new_id
+from shared.store.ids import Kind, new_id
 from tests.claim_fixtures import RecordingSender
 from tests.conftest import mark_nodes_alive
 from tests.user_text import class_names_in

@@ -13,9 +13,9 @@ import structlog
 
 from services.trainer_worker.lease import Lease, LeaseLost
 from services.trainer_worker.reporter import RunReporter
-from shared.artifacts import ArtifactRoot, join, run_snapshots_key
-from shared.ids import Kind, new_id
-from shared.states import RunStatus
+from shared.lifecycle.states import RunStatus
+from shared.store.artifacts import ArtifactRoot, join, run_snapshots_key
+from shared.store.ids import Kind, new_id
 from tests.claim_fixtures import keys, prefix, redis_client, store  # noqa: F401  (fixtures)
 
 MANIFEST = {"layout": 2, "gpus": 1, "method": "sft", "engine": "sft-single", "precision": "fp32",
@@ -75,7 +75,7 @@ def test_a_stale_holder_neither_replaces_nor_registers_a_snapshot(store, tmp_pat
 
 
 def test_each_attempt_works_and_publishes_under_keys_of_its_own():
-    from shared.artifacts import run_work_key
+    from shared.store.artifacts import run_work_key
 
     assert (run_work_key("run-1", 0), run_snapshots_key("run-1", 0)) == ("runs/run-1", "runs/run-1/snapshots")
     assert (run_work_key("run-1", 2), run_snapshots_key("run-1", 2)) == (

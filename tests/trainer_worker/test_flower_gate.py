@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from shared import reasons
-from shared.ports import free_port
+from shared.process.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CREDENTIALS = ("ops", "a-long-flower-password")

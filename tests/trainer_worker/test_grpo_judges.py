@@ -1,12 +1,12 @@
-"""The worker's judge lookup for grpo runs (shared/judges.py `JudgeAddresses`), against real Redis."""
+"""The worker's judge lookup for grpo runs (shared/rewards/judges.py `JudgeAddresses`), against real Redis."""
 
 from __future__ import annotations
 
 import pickle
 
-from shared.judges import JudgeAddresses
-from shared.keys import Keys
-from shared.store import Store, connect
+from shared.rewards.judges import JudgeAddresses
+from shared.store.documents import Store, connect
+from shared.store.keys import Keys
 
 
 def test_a_judge_has_an_address_only_while_ready_by_id_or_name(redis_url, key_prefix):

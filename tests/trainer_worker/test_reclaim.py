@@ -26,9 +26,9 @@ from services.trainer_worker.heartbeat import (
 )
 from services.trainer_worker.lease import Lease
 from services.trainer_worker.reclaim import reclaim_orphans
-from shared.celery_app import node_queue
-from shared.ids import Kind, new_id
-from shared.states import ClaimState, EvaluationStatus, RunStatus
+from shared.lifecycle.states import ClaimState, EvaluationStatus, RunStatus
+from shared.messaging.celery_app import node_queue
+from shared.store.ids import Kind, new_id
 from tests.claim_fixtures import (  # noqa: F401  (fixtures)
     config,
     keys,

@@ -22,13 +22,13 @@ from services.trainer_worker.engines.base import TrainingResult
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_update
 from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.reporter import RunReporter
-from shared.artifacts import ArtifactRoot
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
-from shared.keys import Keys
-from shared.redis_retry import RetryFor, connect_retrying
-from shared.states import RunStatus
-from shared.store import Store, connect
+from shared.lifecycle.states import RunStatus
+from shared.store.artifacts import ArtifactRoot
+from shared.store.documents import Store, connect
+from shared.store.ids import Kind, new_id
+from shared.store.keys import Keys
+from shared.store.redis_retry import RetryFor, connect_retrying
 from tests.conftest import make_config, mark_nodes_alive
 from tests.restartable_redis import RestartableRedis
 

@@ -12,8 +12,8 @@ from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.run_job import restore_for
 from shared import reasons
 from shared.errors import WorkFailed
-from shared.snapshot_files import record
-from tests.shared.plan_fixtures import typed
+from shared.snapshots.files import record
+from tests.shared.plans.plan_fixtures import typed
 
 STATE = {"weights": {"format": "peft-safetensors", "path": "adapter"},
          "trainingState": {"format": "hf-trainer", "path": "training_state"}}

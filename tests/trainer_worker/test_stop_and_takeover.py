@@ -26,14 +26,14 @@ import structlog
 
 from services.scheduler.dispatch import dispatch_granted
 from services.trainer_worker import leased_work, run_job, stopping, takeover
-from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.engines.base import STOP_PAUSE, TrainingResult
 from services.trainer_worker.lease import Lease
+from services.trainer_worker.node_worker import Worker
 from services.trainer_worker.reporter import RunReporter
 from shared import reasons
 from shared.claims.queue import ClaimQueue
-from shared.ids import Kind, new_id
-from shared.states import ClaimState, RunStatus
+from shared.lifecycle.states import ClaimState, RunStatus
+from shared.store.ids import Kind, new_id
 from tests.claim_fixtures import RecordingSender
 from tests.conftest import mark_nodes_alive
 

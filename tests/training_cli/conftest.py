@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner, Result
 from werkzeug.serving import make_server
 
-from tests.training_cli.fake_api import TOKEN, FakeApi
 from tests.conftest import ADMIN_TOKEN, mark_nodes_alive
+from tests.training_cli.fake_api import TOKEN, FakeApi
 from training_cli.main import cli
 
 
@@ -48,7 +48,7 @@ def real_api(config):
     """The real API (services/api) in a thread on real Redis, no scheduler or worker:
     `{url, context}`, the context for writing what a worker would."""
     from services.api.app import create_app
-    from shared import logs
+    from shared.process import logs
 
     logs.configure("api", "WARNING")  # the API's request log goes to the real stderr, not the CLI's output
     app = create_app(config)

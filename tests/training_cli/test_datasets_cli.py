@@ -17,8 +17,8 @@ def test_create_then_delete_a_dataset(real_training, tmp_path):
 
 
 def test_create_with_the_image_files_its_rows_name(real_training, tmp_path):
-    from shared.images import decode_data_url
-    from shared.tiny_vision_model import SAMPLE_DATASET
+    from shared.data.images import decode_data_url
+    from shared.models.tiny_vision_model import SAMPLE_DATASET
 
     row = json.loads(SAMPLE_DATASET.read_text().splitlines()[0])
     part = row["messages"][0]["content"][0]

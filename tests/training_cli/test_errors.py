@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from shared.ports import free_port
+from shared.process.ports import free_port
 from training_cli.main import cli
 
 

@@ -33,7 +33,7 @@ def dataset(training, tmp_path):
 
 def snapshot(context, *, run: str | None = None, step: int = 10, weights: str = "peft-safetensors") -> str:
     """A snapshot document as the worker's reporter writes it."""
-    from shared.ids import Kind, new_id
+    from shared.store.ids import Kind, new_id
     from tests.conftest import place_snapshot_files
 
     doc = {"id": new_id(Kind.SNAPSHOT), "kind": "snapshot", "run": run, "workload": "runs", "step": step,

@@ -18,10 +18,10 @@ import redis
 import yaml
 from click.testing import CliRunner
 
-from shared.ports import free_port
-from shared.redis_server import redis_answers
+from shared.process.ports import free_port
 from training_cli import local_stack
 from training_cli.main import cli
+from training_cli.redis_server import redis_answers
 from training_cli.stack_state import StackState, process_alive
 
 FAKE_API = str(Path(__file__).with_name("fake_api.py"))

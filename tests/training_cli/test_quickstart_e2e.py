@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from shared.ports import free_port
+from shared.process.ports import free_port
 from training_cli.main import cli
 from training_cli.stack_state import StackState
 

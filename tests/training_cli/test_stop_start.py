@@ -13,7 +13,7 @@ import signal
 from click.testing import CliRunner
 
 from shared import reasons
-from shared.ports import free_port
+from shared.process.ports import free_port
 from tests.training_cli.test_local_stack import fake_services  # noqa: F401  (a fixture)
 from tests.training_cli.test_supervisor import record, restarted, wait_for
 from training_cli.main import cli

@@ -19,8 +19,8 @@ import redis
 from click.testing import CliRunner
 
 from shared import reasons
-from shared.ports import free_port
-from shared.redis_server import redis_answers
+from shared.process.ports import free_port
+from training_cli.redis_server import redis_answers
 from tests.training_cli.test_local_stack import fake_services  # noqa: F401  (a fixture)
 from training_cli import supervisor
 from training_cli.main import cli

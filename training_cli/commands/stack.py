@@ -9,7 +9,7 @@ import time
 import click
 
 from shared import reasons
-from shared.config import training_home
+from shared.config.deployment import training_home
 from training_cli import local_stack
 from training_cli.client import ApiClient
 from training_cli.output import console, dump, duration, list_table, output_option

@@ -6,14 +6,15 @@ from typing import Any
 
 from flask import request
 
-from shared import json_values, reasons
+from shared import reasons
 from shared.errors import ValidationFailed
+from shared.schemas import json_values
 
 
 def json_body() -> Any:
     """The request body as JSON, None when it is not JSON (or not sent as JSON, as Flask's
     `get_json(silent=True)` reads it); a 400 naming the place for JSON nested too deep or holding
-    a lone surrogate (shared/json_values.py), which Flask would parse into a 500 or let through."""
+    a lone surrogate (shared/schemas/json_values.py), which Flask would parse into a 500 or let through."""
     if not request.is_json:
         return None
     try:

@@ -13,7 +13,7 @@ from services.api.schemas import BaseModelSchema, page_schema, serialise
 from services.api.views import json_body
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.resolver import startable_assumptions, startable_runs
+from shared.planning.resolver import startable_assumptions, startable_runs
 
 bp = Blueprint("base_models", __name__)
 

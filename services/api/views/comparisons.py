@@ -9,8 +9,8 @@ from services.api.context import ctx
 from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import ComparisonSchema, page_schema, serialise
 from services.api.views import json_object_body
-from shared.ids import Kind
-from shared.states import EvaluationStatus
+from shared.lifecycle.states import EvaluationStatus
+from shared.store.ids import Kind
 
 bp = Blueprint("comparisons", __name__)
 

@@ -12,7 +12,7 @@ from services.api.paging import page, page_args, visible_cursor, visible_filter
 from services.api.schemas import DatasetSchema, page_schema, serialise
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.ids import Kind
+from shared.store.ids import Kind
 
 bp = Blueprint("datasets", __name__)
 

@@ -21,8 +21,8 @@ from services.api.schemas import (
     serialise,
 )
 from services.api.views import json_object_body
-from shared.ids import Kind
-from shared.states import EndpointPhase
+from shared.lifecycle.states import EndpointPhase
+from shared.store.ids import Kind
 
 bp = Blueprint("endpoints", __name__)
 

@@ -11,8 +11,8 @@ from services.api.paging import checked_id, log_page, page, page_args, visible_c
 from services.api.scheduling import with_waits
 from services.api.schemas import EvaluationSchema, EventSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
-from shared.ids import Kind
-from shared.states import EvaluationStatus
+from shared.lifecycle.states import EvaluationStatus
+from shared.store.ids import Kind
 
 bp = Blueprint("evaluations", __name__)
 

@@ -7,8 +7,8 @@ from flask import Blueprint
 from services.api.context import ctx
 from services.api.schemas import HealthSchema, InfoSchema, serialise
 from shared.claims.nodes import node_liveness
-from shared.engines import methods
-from shared.version import VERSION
+from shared.config.version import VERSION
+from shared.planning.engines import methods
 
 bp = Blueprint("info", __name__)
 

@@ -15,10 +15,10 @@ from services.api.scheduling import with_waits
 from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
 from shared import reasons
-from shared.artifacts import tensorboard_key
 from shared.errors import NotFound
-from shared.ids import Kind
-from shared.states import RunStatus
+from shared.lifecycle.states import RunStatus
+from shared.store.artifacts import tensorboard_key
+from shared.store.ids import Kind
 
 bp = Blueprint("runs", __name__)
 

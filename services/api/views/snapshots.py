@@ -15,10 +15,10 @@ from services.api.paging import checked_id, checked_workload, page, page_args, v
 from services.api.schemas import SnapshotSchema, page_schema, serialise
 from services.api.views import json_body
 from shared import reasons
-from shared.artifacts import UnsafeKey, join
 from shared.errors import NotFound, ValidationFailed
-from shared.ids import Kind
-from shared.names import FILE_NAME_MAX, is_file_name
+from shared.schemas.names import FILE_NAME_MAX, is_file_name
+from shared.store.artifacts import UnsafeKey, join
+from shared.store.ids import Kind
 
 bp = Blueprint("snapshots", __name__)
 

@@ -6,7 +6,7 @@ method's module (`sft`, `grpo`) exposes one `run_*(job, reporter) -> TrainingRes
 one process's share. `train` is what the worker calls: on one device it runs the engine here, on
 several it runs it in one process per device (`distributed`).
 
-Which function trains an engine is decided here only, by the engine's method as shared/engines.py
+Which function trains an engine is decided here only, by the engine's method as shared/planning/engines.py
 declares it: every engine of a method (its single-device and its multi-device one) runs the same
 function. Importing this package loads no torch; the engine modules import it when they run.
 """
@@ -18,12 +18,12 @@ from typing import Callable
 
 from services.trainer_worker.engines.base import Reporter, Restore, TrainingJob, TrainingResult
 from shared import reasons
-from shared.engines import engine as declared_engine
 from shared.errors import WorkFailed
+from shared.planning.engines import engine as declared_engine
 
 __all__ = ["RUNNERS", "Reporter", "Restore", "TrainingJob", "TrainingResult", "engine_function", "train"]
 
-# method (shared/engines.py EngineSpec.method) -> "module:function" that trains one process's share
+# method (shared/planning/engines.py EngineSpec.method) -> "module:function" that trains one process's share
 RUNNERS: dict[str, str] = {
     "sft": "services.trainer_worker.engines.sft:run_sft",
     "grpo": "services.trainer_worker.engines.grpo:run_grpo",
@@ -31,7 +31,7 @@ RUNNERS: dict[str, str] = {
 
 
 def engine_function(engine: str) -> Callable[[TrainingJob, Reporter], TrainingResult]:
-    """The function that trains one process's share of a job of `engine` (a shared/engines.py name)."""
+    """The function that trains one process's share of a job of `engine` (a shared/planning/engines.py name)."""
     try:
         runner = RUNNERS[declared_engine(engine).method]
     except KeyError:

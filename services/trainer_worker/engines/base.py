@@ -1,5 +1,5 @@
 """What every training engine shares: the job it is given, how it reports, what it returns, and
-how an HF Trainer checkpoint becomes a snapshot of the format in shared/snapshots.py and back.
+how an HF Trainer checkpoint becomes a snapshot of the format in shared/snapshots/manifest.py and back.
 
 Plain Python, no torch: the worker imports this without loading a model.
 """
@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from shared import reasons, snapshots
-from shared.artifacts import ArtifactRoot, ArtifactStore, join
-from shared.disk_full import disk_full, no_space_left
+from shared import reasons
 from shared.errors import WorkFailed
-from shared.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
-from shared.engines import engine as declared_engine
+from shared.planning.engines import RESTORE_TRAINING_STATE, RESTORE_WEIGHTS
+from shared.planning.engines import engine as declared_engine
 from shared.plans import TrainingPlan
-from shared.snapshot_files import record
-from shared.snapshots import (
+from shared.process.disk_full import disk_full, no_space_left
+from shared.snapshots import manifest as snapshots
+from shared.snapshots.files import record
+from shared.store.artifacts import ArtifactRoot, ArtifactStore, join
+from shared.snapshots.manifest import (
     ADAPTER_DIR,
     ADAPTER_FILES,
     TRAINING_STATE_DIR,
@@ -79,7 +80,7 @@ class TrainingJob:
     work_dir: Path  # scratch for HF checkpoints; snapshots go under work_dir/"snapshots"
     devices: list[str]  # e.g. ["cpu:0"] or ["cuda:0"]
     restore: Restore | None = None  # a branch, or a run resuming itself after pause / a lost worker
-    # grpo: a judge endpoint (its id or name) -> shared.judges.JudgeTarget (address, served model) while it is
+    # grpo: a judge endpoint (its id or name) -> shared.rewards.judges.JudgeTarget (address, served model) while it is
     # READY, else None; read fresh each call
     judge_address: Callable[[str], Any] | None = None
     # grpo: the deployment's registered reward functions, name -> "package.module:function"
@@ -108,7 +109,7 @@ class TrainingJob:
 
 
 class SnapshotDiskFull(Exception):
-    """A snapshot could not be written for want of space (shared/disk_full.py). Not a failure of
+    """A snapshot could not be written for want of space (shared/process/disk_full.py). Not a failure of
     the run: the worker pauses it with this sentence, its half-written snapshot removed and its
     earlier ones kept, and `training runs resume` continues it once space is freed."""
 

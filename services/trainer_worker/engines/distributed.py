@@ -43,9 +43,9 @@ from pathlib import Path
 from services.trainer_worker.engines.base import Reporter, SnapshotDiskFull, TrainingJob, TrainingResult, check_restore
 from services.trainer_worker.engines.child_logs import last_error
 from shared import reasons
-from shared.child_env import child_env, die_with_parent
 from shared.errors import WorkFailed
-from shared.ports import free_port
+from shared.process.child_env import child_env, die_with_parent
+from shared.process.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 POLL_S = 0.1
@@ -84,7 +84,7 @@ def run_distributed(job: TrainingJob, reporter: Reporter) -> TrainingResult:
 
 
 def _rank_env(job: TrainingJob, address: tuple[str, int], authkey: bytes) -> dict[str, str]:
-    """A rank's environment: the allow-list of shared/child_env.py (no Redis URL, no token: a rank
+    """A rank's environment: the allow-list of shared/process/child_env.py (no Redis URL, no token: a rank
     talks to the outside through rank 0's relay; a grpo judge's address is read through the job
     file, 0600) and the torch.distributed variables."""
     env = child_env()

@@ -1,7 +1,7 @@
 """Scoring for evaluations (SPEC 2.5): plain Python over a model loaded through the shared load spec.
 
 Each row becomes a prompt and, where it has one, a reference (the last assistant message of a chat
-row, the completion of a completion row, the `answer` of a prompt row), as shared/datasets.py reads
+row, the completion of a completion row, the `answer` of a prompt row), as shared/data/datasets.py reads
 every row:
 
 - **loss / perplexity**: the mean negative log-likelihood of the reference's tokens after the
@@ -13,10 +13,10 @@ every row:
   Over an image-text model a chat row's images are read as the server reads a request's
   (`Generator.encode_chat_inputs`: each image expanded into its tokens, its pixel values beside),
   for the loss as for the completion.
-- **exact match** and **rewards**: shared/rewards.py's functions on the completion, where the row
+- **exact match** and **rewards**: shared/rewards/functions.py's functions on the completion, where the row
   has a reference (exact match compares with the reference, whitespace collapsed); a deployment's
   registered functions run in a process of their own, each call under a time budget
-  (shared/reward_process.py): one that overruns or raises fails the evaluation naming the row.
+  (shared/rewards/process.py): one that overruns or raises fails the evaluation naming the row.
 - **judge**: an endpoint asked to grade each (prompt, completion); unparsable answers are counted.
 
 Rows are scored one at a time under the generator's lock (the load spec's batch-invariant mode), and
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.trainer_worker.engines.loss_masks import common_prefix, conversation_ids
-from shared import rewards as reward_functions
-from shared.reward_process import RewardScorer
-from shared.datasets import row_prompt, row_reference
+from shared.data.datasets import row_prompt, row_reference
+from shared.rewards import functions as reward_functions
+from shared.rewards.process import RewardScorer
 
 EXACT_MATCH = "exact_match"
 # exp() of more overflows a float; a loss that high reads as "no better than noise" anyway.
@@ -61,7 +61,7 @@ class Scores:
 
 
 def prepare(rows: list[dict[str, Any]]) -> list[Prepared]:
-    """The evaluation's view of each row: its prompt and reference as shared/datasets.py reads them
+    """The evaluation's view of each row: its prompt and reference as shared/data/datasets.py reads them
     (a row without a prompt is prompted with nothing)."""
     prepared = []
     for i, row in enumerate(rows):
@@ -103,7 +103,7 @@ def target_nll(generator, model_name: str, prompt: list[int], target: list[int],
     prompt's other inputs (`prompt_inputs`); a sequence-aligned one is 0 over the target."""
     import torch
 
-    from shared.prompts import model_extras
+    from shared.models.prompts import model_extras
 
     model = generator.model
     with generator.lock, torch.inference_mode():

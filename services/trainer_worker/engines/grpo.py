@@ -49,13 +49,13 @@ from services.trainer_worker.engines.kit import (
 )
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from shared import reasons
-from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
+from shared.data.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
+from shared.data.images import image_count
 from shared.errors import WorkFailed
-from shared.images import image_count
-from shared.models import load_processor
-from shared.reward_process import RewardScorer
-from shared.rewards import check_rewards
-from shared.prompts import prompt_token_ids
+from shared.models.loading import load_processor
+from shared.models.prompts import prompt_token_ids
+from shared.rewards.functions import check_rewards
+from shared.rewards.process import RewardScorer
 from shared.serving.generation import MAX_N
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
@@ -72,7 +72,7 @@ _READ_FROM = {CHAT: "messages", COMPLETION: "completion"}
 
 
 def load_prompt_rows(dataset_path: Path) -> list[dict[str, Any]]:
-    """GRPO's view of a dataset (shared/datasets.py reads it): each row's `prompt` (text or
+    """GRPO's view of a dataset (shared/data/datasets.py reads it): each row's `prompt` (text or
     messages) and `answer`, plus whatever other fields rewards read.
 
     A chat row is prompted with its messages before the last assistant message, and a completion
@@ -336,7 +336,7 @@ def _rollouts_dir(job: TrainingJob) -> Path:
 def _check(job: TrainingJob) -> list[dict]:
     """The plan's reward entries, once what only this process can see holds: the parameters each
     registered function takes, read from the function as imported here. The API read them from its
-    source, or took them on trust where it could not (shared/rewards.py); every other rule of the
+    source, or took them on trust where it could not (shared/rewards/functions.py); every other rule of the
     plan it judged already (shared/plans/check.py), and is not judged again."""
     rewards = job.plan.grpo_settings.reward_entries
     check_rewards(rewards, registered=job.reward_functions, imported=True)

@@ -2,13 +2,13 @@
 
 TRL calls each with the batch's prompts and completions plus every dataset column as a list, and
 weighs their outputs with `reward_weights`; it logs `rewards/NAME/mean|std` under each function's
-`__name__`, which is set to `shared.rewards.reward_key` so metrics and plan entries match.
+`__name__`, which is set to `shared.rewards.functions.reward_key` so metrics and plan entries match.
 
-Function rewards are scored by one `shared.reward_process.RewardScorer` per run: the built-in ones
+Function rewards are scored by one `shared.rewards.process.RewardScorer` per run: the built-in ones
 here, a deployment's registered ones in a process of their own under a time budget per call; an
 overrun (or a function that raises) fails the step with a sentence naming the step and the reward.
 
-A judge is asked through its serving process's chat API (`shared.rewards.ask_judge`) at the address
+A judge is asked through its serving process's chat API (`shared.rewards.functions.ask_judge`) at the address
 its endpoint has while READY, read fresh for every batch. An answer with no number scores 0 for that
 completion, and the step's count of such answers becomes a warn event. A judge that cannot be
 reached is waited for (it may be restarting) up to `JUDGE_WAIT_S`, then the run fails saying so.
@@ -25,8 +25,8 @@ import requests
 
 from shared import reasons
 from shared.errors import WorkFailed
-from shared.reward_process import RewardScorer
-from shared.rewards import ask_judge, judge_messages, parse_judge_score, reward_key
+from shared.rewards.functions import ask_judge, judge_messages, parse_judge_score, reward_key
+from shared.rewards.process import RewardScorer
 
 JUDGE_WAIT_S = 120.0
 JUDGE_RETRY_S = 1.0
@@ -95,7 +95,7 @@ def _judge_reward(judge: str, judge_address, reporter, clock: RewardClock, wait_
         deadline = time.monotonic() + wait_s
         problem = reasons.JUDGE_NOT_READY
         while True:
-            target = judge_address(judge) if judge_address else None  # shared.judges.JudgeTarget
+            target = judge_address(judge) if judge_address else None  # shared.rewards.judges.JudgeTarget
             if target:
                 try:
                     return ask_judge(target.address, messages, model=target.model, session=session,

@@ -21,8 +21,8 @@ from typing import Any
 
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row
 from shared import reasons
+from shared.data.images import data_url, decode_data_url, image_count, image_parts, part_url
 from shared.errors import ValidationFailed, WorkFailed
-from shared.images import data_url, decode_data_url, image_count, image_parts, part_url
 from shared.serving.image_inputs import SEQUENCE_EXTRAS, encode, message_images, pixel_inputs
 
 IMAGE_DATA = "image_data"  # the column of a row's encoded images, in order

@@ -50,9 +50,9 @@ from services.trainer_worker.engines.base import (
 )
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
-from shared.models import load_causal_lm, load_tokenizer
+from shared.models.loading import load_causal_lm, load_tokenizer
+from shared.planning.resolver import GIB, trainer_memory_gib
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
-from shared.resolver import GIB, trainer_memory_gib
 
 # A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
 NEVER = 10**12
@@ -186,7 +186,7 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
 # Without checkpointing a step over a frozen base costs a forward and a backward (input gradients
 # only); with it, one more forward: a third of the step. So an sft run on CUDA keeps its activations
 # when the resolver's estimate without checkpointing fits this share of the GPU's memory (the rest is
-# the estimate's margin: it is rough, shared/resolver.py).
+# the estimate's margin: it is rough, shared/planning/resolver.py).
 KEEP_ACTIVATIONS_SHARE = 0.8
 
 

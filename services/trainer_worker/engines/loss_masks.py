@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.prompts import prompt_token_ids
+from shared.models.prompts import prompt_token_ids
 
 IGNORED = -100  # the label of a token the loss skips (PyTorch's cross-entropy ignore_index)
 

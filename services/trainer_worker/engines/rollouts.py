@@ -33,11 +33,11 @@ import requests
 
 from services.trainer_worker.engines.child_logs import last_error
 from shared import reasons
-from shared.child_env import child_env, die_with_parent, with_python_path
 from shared.errors import WorkFailed
-from shared.load_spec import LoadSpec, model_generation_config
+from shared.models.load_spec import LoadSpec, model_generation_config
 from shared.plans import TrainingPlan
-from shared.ports import free_port
+from shared.process.child_env import child_env, die_with_parent, with_python_path
+from shared.process.ports import free_port
 
 READY_TIMEOUT_S = 300.0
 REQUEST_TIMEOUT_S = 600.0
@@ -77,7 +77,7 @@ class RolloutServer:
     # its secret: the server answers only requests that carry it (nobody else on the node can sample)
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     plan: TrainingPlan | None = None  # the run's plan: sizes vLLM beside the trainer (rollout_sizes.py)
-    # How the built-in server applies the adapter (shared.load_spec.ADAPTER_MODES); None: the fastest
+    # How the built-in server applies the adapter (shared.models.load_spec.ADAPTER_MODES); None: the fastest
     # that answers as the unmerged adapter does, "folded" (vLLM applies LoRA itself and is always unmerged).
     adapter_mode: str | None = None
     folds: bool = field(default=False, init=False)  # the server started folds each adapter in place of the last

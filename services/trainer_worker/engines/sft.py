@@ -48,14 +48,14 @@ from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, comple
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
 from services.trainer_worker.engines.sharding import sharded_trainer, shards
 from shared import reasons
-from shared.datasets import CHAT, COMPLETION, read_rows
+from shared.data.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import WorkFailed
-from shared.models import load_processor
+from shared.models.loading import load_processor
 from shared.plans import TrainingPlan
 
 
 def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
-    """SFT's view of a dataset (shared/datasets.py reads it): chat rows as their `messages`, or
+    """SFT's view of a dataset (shared/data/datasets.py reads it): chat rows as their `messages`, or
     completion rows as their `prompt` + `completion`; one format for the whole file."""
     rows = []
     for row in read_rows(dataset_path):

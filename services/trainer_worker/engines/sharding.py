@@ -1,4 +1,4 @@
-"""The sharded engines' part of training (sft-fsdp; shared/engines.py `shards_weights`): FSDP2,
+"""The sharded engines' part of training (sft-fsdp; shared/planning/engines.py `shards_weights`): FSDP2,
 torch's `fully_shard`, applied by accelerate through the HF Trainer's `fsdp` arguments.
 
 Each rank holds 1/N of the base weights, the adapter, its gradients and Adam's moments; FSDP2
@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shared.engines import engine as declared_engine
+from shared.planning.engines import engine as declared_engine
 
 
 def shards(job_engine: str) -> bool:

@@ -1,5 +1,5 @@
 """Where a run's metrics go besides its own series: the trackers the deployment config names
-(`trackers.reportTo`, shared/tracker_config.py): TensorBoard event files in the run's artifacts
+(`trackers.reportTo`, shared/config/trackers.py): TensorBoard event files in the run's artifacts
 (`tensorboard_events.py`), MLflow (`mlflow_runs.py`), Weights & Biases (`wandb_runs.py`).
 
 The reporter hands every metrics point to `Trackers.log` right after it is stored; each tracker
@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterable
 
 from services.trainer_worker.trackers.scalars import SentSteps
 from shared import reasons
-from shared.artifacts import ArtifactStore
-from shared.tracker_config import MLFLOW, TENSORBOARD, WANDB, TrackerSettings
+from shared.config.trackers import MLFLOW, TENSORBOARD, WANDB, TrackerSettings
+from shared.store.artifacts import ArtifactStore
 
 # The package each tracker needs, and where it comes from.
 PACKAGES = {TENSORBOARD: ("tensorboard", "the trainer's own dependencies"),

@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from services.trainer_worker.trackers.scalars import flat_params
+from shared.config.trackers import MlflowSettings
 from shared.plans import TrainingPlan
-from shared.tracker_config import MlflowSettings
 
 RUN_TAG = "trainer.run"
 # How a trainer run's end reads in MLflow; a paused run waits to be resumed.

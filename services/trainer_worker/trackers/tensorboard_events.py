@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.artifacts import ArtifactStore, join, tensorboard_key
+from shared.store.artifacts import ArtifactStore, join, tensorboard_key
 
 FLUSH_S = 5  # a running run's file is readable (and downloadable) this soon after a step
 

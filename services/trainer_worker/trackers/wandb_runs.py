@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.trainer_worker.trackers.scalars import flat_params
-from shared.artifacts import ArtifactStore, wandb_key
-from shared.tracker_config import WandbSettings
+from shared.config.trackers import WandbSettings
+from shared.store.artifacts import ArtifactStore, wandb_key
 
 
 class WandbRun:

@@ -8,7 +8,7 @@ import pytest
 
 from shared import reasons
 from shared.claims.fits import check_claim, pool_named, refuse_never_granted
-from shared.config import parse_config
+from shared.config.deployment import parse_config
 from shared.errors import NotFound, Unprocessable
 from tests.claim_fixtures import CONFIG
 

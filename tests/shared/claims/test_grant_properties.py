@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared import wait_reasons as why
+from shared.claims import wait_reasons as why
 from shared.claims.grants import ClaimView, decide, plan_grants
 
 WORKLOADS = ("a", "b", "c")

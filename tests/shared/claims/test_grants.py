@@ -98,7 +98,7 @@ def test_after_a_release_the_head_of_the_queue_starts_first():
 
 from datetime import UTC, datetime  # noqa: E402
 
-from shared import wait_reasons as why  # noqa: E402
+from shared.claims import wait_reasons as why  # noqa: E402
 from shared.claims.grants import decide  # noqa: E402
 from shared.claims.waiting import explain_wait  # noqa: E402
 

@@ -4,7 +4,7 @@ manager holds its lease; a claim no live node could hold is passed over, saying 
 
 from __future__ import annotations
 
-from shared import wait_reasons as why
+from shared.claims import wait_reasons as why
 from shared.claims.grants import ClaimView, Grant, NodeState, decide, plan_grants
 from shared.claims.nodes import NodeLiveness, node_liveness, node_states
 

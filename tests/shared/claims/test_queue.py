@@ -10,8 +10,8 @@ import pytest
 from shared import reasons
 from shared.claims.queue import ClaimQueue
 from shared.errors import Conflict, NotFound, Unprocessable, ValidationFailed
-from shared.states import ClaimState
-from shared.store import connect
+from shared.lifecycle.states import ClaimState
+from shared.store.documents import connect
 
 
 def submit(queue, resource="run-x", *, pool="default", gpus=1, workload="runs", **more):

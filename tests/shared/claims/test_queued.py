@@ -11,9 +11,9 @@ import pytest
 from shared import reasons
 from shared.claims import queued
 from shared.claims.queue import ClaimQueue
-from shared.config import parse_config
+from shared.config.deployment import parse_config
 from shared.errors import TooManyQueued
-from shared.states import ClaimState
+from shared.lifecycle.states import ClaimState
 from tests.claim_fixtures import CONFIG, REDIS_URL
 
 CAP = 3

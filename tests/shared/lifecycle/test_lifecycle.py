@@ -8,13 +8,13 @@ import itertools
 
 import pytest
 
-from shared.ids import Kind, new_id
-from shared.keys import Keys
 from shared.lifecycle import endpoints as endpoint_lifecycle
 from shared.lifecycle.core import StaleWriter
 from shared.lifecycle.evaluations import EVALUATIONS
 from shared.lifecycle.runs import RUNS
-from shared.states import (
+from shared.store.ids import Kind, new_id
+from shared.store.keys import Keys
+from shared.lifecycle.states import (
     EndpointPhase,
     EvaluationStatus,
     IllegalTransition,
@@ -23,7 +23,7 @@ from shared.states import (
     evaluation_edges,
     run_edges,
 )
-from shared.store import Store, connect
+from shared.store.documents import Store, connect
 
 
 @pytest.fixture

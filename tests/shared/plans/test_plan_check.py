@@ -11,11 +11,11 @@ from dataclasses import replace
 import pytest
 
 from shared import reasons
-from shared.config import Node, Pool
+from shared.config.deployment import Node, Pool
 from shared.errors import NotFound, TrainerError, Unprocessable, ValidationFailed
 from shared.plans import TrainingPlan, parse_plan
 from shared.plans.check import check
-from shared.snapshot_files import Damage
+from shared.snapshots.files import Damage
 
 TINY = {"id": "builtin/tiny-qwen3", "parameters": 100_000, "precisions": ["fp32", "bf16"], "gpuCounts": [1, 2],
         "modality": "text", "loraTargetModules": ["q_proj", "k_proj", "v_proj"]}

@@ -14,7 +14,7 @@ from marshmallow import fields as mm_fields
 from shared import reasons
 from shared.plans import PlanSchema, TrainingPlan, UnknownPlanField, parse_plan, plan_default
 from shared.plans.training_plan import Grpo, Hyperparameters, Reward, attribute_of, wire_key
-from tests.shared.plan_fixtures import STORED_PLANS
+from tests.shared.plans.plan_fixtures import STORED_PLANS
 from tests.trainer_worker.doubles import PLAN
 from tests.trainer_worker.grpo_doubles import GRPO_PLAN
 

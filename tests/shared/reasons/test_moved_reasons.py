@@ -8,7 +8,7 @@ import pytest
 from shared import reasons
 
 WORDS = [
-    # the deployment config (shared/config.py, shared/tracker_config.py)
+    # the deployment config (shared/config/deployment.py, shared/config/trackers.py)
     (reasons.config_refused("pools", reasons.CONFIG_NO_POOLS),
      "deployment config: pools must map at least one pool name to its nodes"),
     (reasons.config_refused("defaultPool", reasons.config_pool_undeclared("q")),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared import reasons, wait_reasons
+from shared import reasons
+from shared.claims import wait_reasons
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "0s"), (45, "45s"), (59, "59s"), (60, "1m"), (42 * 60 + 59, "42m"),

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.artifacts import ArtifactRoot
-from shared.load_spec import LoadSpec, load_spec_for
+from shared.models.load_spec import LoadSpec, load_spec_for
+from shared.store.artifacts import ArtifactRoot
 from tests.shared.serving.serving import make_adapter
 
 TINY_ENTRY = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}

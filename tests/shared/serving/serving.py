@@ -14,8 +14,8 @@ from pathlib import Path
 
 import requests
 
-from shared.load_spec import LoadSpec
-from shared.ports import free_port
+from shared.models.load_spec import LoadSpec
+from shared.process.ports import free_port
 from shared.serving.backends import BuiltinBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -92,7 +92,7 @@ def make_adapter(model_dir: Path | str, out_dir: Path | str, *, seed: int = 0, r
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from shared.models import load_causal_lm
+    from shared.models.loading import load_causal_lm
 
     model = get_peft_model(load_causal_lm(model_dir, "fp32"),
                            LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "v_proj", "o_proj"]))

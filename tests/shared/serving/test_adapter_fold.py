@@ -24,7 +24,7 @@ import torch
 
 from shared import reasons
 from shared.errors import ValidationFailed
-from shared.load_spec import LoadSpec, load_model
+from shared.models.load_spec import LoadSpec, load_model
 from shared.serving.generation import Generator, SamplingParams
 
 FP32_TOLERANCE = 1e-4

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from shared.load_spec import load_model, load_spec_for
+from shared.models.load_spec import load_model, load_spec_for
 from shared.serving.generation import Generator, Outcome, SamplingParams
 
 LOUD = {"do_sample": True, "temperature": 1.0, "top_k": 1, "repetition_penalty": 5.0, "max_length": 4096}

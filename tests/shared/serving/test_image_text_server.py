@@ -12,10 +12,10 @@ import torch
 from openai import OpenAI
 
 from shared import reasons
-from shared.load_spec import load_model, load_spec_for
-from shared.models import load_processor
+from shared.models.load_spec import load_model, load_spec_for
+from shared.models.loading import load_processor
+from shared.models.tiny_vision_model import IMAGE_SOFT, SAMPLE_DATASET
 from shared.serving.image_inputs import encode, message_images, pixel_inputs
-from shared.tiny_vision_model import IMAGE_SOFT, SAMPLE_DATASET
 from tests.shared.serving.serving import ServingProcess
 
 ENTRY = {"id": "builtin/tiny-gemma3-vision", "builtin": "tiny-gemma3-vision"}

@@ -13,7 +13,7 @@ import torch
 from openai import OpenAI
 
 from shared import reasons
-from shared.load_spec import load_model
+from shared.models.load_spec import load_model
 from tests.shared.serving.conftest import SERVED_NAME
 from tests.shared.serving.serving import ServingProcess
 
@@ -179,7 +179,7 @@ def test_update_weights_replaces_every_base_weight(server, base_spec, tmp_path):
     """The old way of syncing a rollout server (all weights, bench/grpo_handoff.py's baseline)."""
     from safetensors.torch import save_file
 
-    from shared.models import load_causal_lm
+    from shared.models.loading import load_causal_lm
 
     refused = requests.post(f"{server.base_url}/v1/update_weights", json={"path": str(tmp_path)}, timeout=10)
     assert refused.status_code == 400 and "holds no .safetensors" in refused.json()["error"]["message"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import Node
-from shared.load_spec import LoadSpec
+from shared.config.deployment import Node
+from shared.models.load_spec import LoadSpec
 from shared.serving import backends
 from shared.serving.backends import BuiltinBackend, VllmBackend, choose_backend
 

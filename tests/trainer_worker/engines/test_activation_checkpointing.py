@@ -16,11 +16,11 @@ from services.trainer_worker.engines.kit import (
 )
 from services.trainer_worker.engines.sft import sft_config
 from shared import reasons
-from shared.artifacts import ArtifactRoot
-from shared.models import load_causal_lm
-from shared.resolver import GIB, trainer_memory_gib
-from shared.tiny_models import builtin_facts, ensure_builtin
-from tests.shared.plan_fixtures import typed
+from shared.models.loading import load_causal_lm
+from shared.models.tiny_models import builtin_facts, ensure_builtin
+from shared.planning.resolver import GIB, trainer_memory_gib
+from shared.store.artifacts import ArtifactRoot
+from tests.shared.plans.plan_fixtures import typed
 from tests.trainer_worker.doubles import make_job
 
 # The published Qwen3-8B shape (what bench/gpu_qwen3_8b.py builds)

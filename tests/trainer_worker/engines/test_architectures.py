@@ -1,5 +1,5 @@
 """Real architectures through the same code (issue 15, item 4): tiny random Llama 3, Gemma 3 (text)
-and Qwen2.5 models in a Hugging Face hub cache (tests/shared/tiny_architectures.py), beside the
+and Qwen2.5 models in a Hugging Face hub cache (tests/shared/models/tiny_architectures.py), beside the
 built-in Qwen3-style model, each trained by the SFT engine and the GRPO engine, served by a real
 built-in serving process with the SFT adapter, and evaluated, with no code of its own anywhere:
 chat templates, end-of-turn tokens and eos lists all come from the model's own files.
@@ -22,15 +22,15 @@ from services.trainer_worker.engines.grpo import run_grpo
 from services.trainer_worker.engines.loss_masks import chat_row
 from services.trainer_worker.engines.rollouts import RolloutServer
 from services.trainer_worker.engines.sft import run_sft
-from shared.artifacts import ArtifactRoot
-from shared.load_spec import load_model, load_spec_for
-from shared.models import load_causal_lm, load_tokenizer, model_dir_for
-from shared.prompts import prompt_token_ids
+from shared.models.load_spec import load_model, load_spec_for
+from shared.models.loading import load_causal_lm, load_tokenizer, model_dir_for
+from shared.models.prompts import prompt_token_ids
+from shared.models.tiny_models import SAMPLE_DATASET, ensure_builtin
 from shared.serving.generation import Generator
-from shared.tiny_models import SAMPLE_DATASET, ensure_builtin
-from tests.shared.plan_fixtures import amended
+from shared.store.artifacts import ArtifactRoot
+from tests.shared.models.tiny_architectures import ARCHITECTURES
+from tests.shared.plans.plan_fixtures import amended
 from tests.shared.serving.serving import ServingProcess
-from tests.shared.tiny_architectures import ARCHITECTURES
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 from tests.trainer_worker.grpo_doubles import grpo_job
 
@@ -47,7 +47,7 @@ ADAPTER = "snap-sft"
 
 class Models:
     """Each architecture's catalog entry and model directory, found the way a worker finds it
-    (shared.models.model_dir_for: the hub cache for the three, the artifact store for the built-in),
+    (shared.models.loading.model_dir_for: the hub cache for the three, the artifact store for the built-in),
     and its SFT run, trained once for every test of this module."""
 
     def __init__(self, hub_models, artifacts: ArtifactRoot, tmp_path_factory):

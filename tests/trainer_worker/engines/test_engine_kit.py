@@ -1,6 +1,6 @@
 """What the engines share (engines/kit.py, engines/__init__.py): which function trains each declared
 engine, the defaults an engine falls back to for a plan that lacks a field (the plan schema's own),
-the LoRA config, and each engine's view of dataset rows (shared/datasets.py reads them)."""
+the LoRA config, and each engine's view of dataset rows (shared/data/datasets.py reads them)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from services.trainer_worker.engines.grpo import grpo_config, load_prompt_rows, 
 from services.trainer_worker.engines.kit import lora_config, trainer_arguments
 from services.trainer_worker.engines.sft import load_rows, run_sft, sft_config
 from services.trainer_worker.evaluation_job import _read_rows
-from shared.datasets import row_prompt, row_reference
-from shared.engines import ENGINES, methods
-from shared.plans import TrainingPlan, parse_plan, plan_default
-from tests.shared.plan_fixtures import amended, typed
+from shared.data.datasets import row_prompt, row_reference
 from shared.errors import WorkFailed
+from shared.planning.engines import ENGINES, methods
+from shared.plans import TrainingPlan, parse_plan, plan_default
+from tests.shared.plans.plan_fixtures import amended, typed
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 MODEL = "builtin/tiny-qwen3"

@@ -12,10 +12,10 @@ import pytest
 import requests
 
 from services.trainer_worker.engines.evaluate import score
-from shared import rewards
-from shared.artifacts import ArtifactRoot
-from shared.load_spec import load_model, load_spec_for
+from shared.models.load_spec import load_model, load_spec_for
+from shared.rewards import functions as rewards
 from shared.serving.generation import Generator
+from shared.store.artifacts import ArtifactRoot
 from tests.shared.serving.serving import ServingProcess, make_adapter
 
 TINY_ENTRY = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}

@@ -9,7 +9,7 @@ import pytest
 
 from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.distributed import run_distributed
-from tests.shared.plan_fixtures import amended
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
 from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
 

@@ -12,13 +12,13 @@ import pytest
 from services.trainer_worker.engines.distributed import run_distributed
 from services.trainer_worker.engines.grpo import load_prompt_rows, run_grpo
 from services.trainer_worker.engines.rollouts import RolloutServer
-from shared.artifacts import ArtifactRoot
-from shared.tiny_models import ensure_builtin
-from shared.tiny_vision_model import SAMPLE_DATASET
-from tests.shared.plan_fixtures import amended
+from shared.models.tiny_models import ensure_builtin
+from shared.models.tiny_vision_model import SAMPLE_DATASET
+from shared.store.artifacts import ArtifactRoot
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter
-from tests.trainer_worker.grpo_doubles import grpo_job
 from tests.trainer_worker.engines.test_grpo_engine import POINT_KEYS
+from tests.trainer_worker.grpo_doubles import grpo_job
 
 MODEL = "builtin/tiny-gemma3-vision"
 STEPS = 10
@@ -43,7 +43,7 @@ def toy_answer(model_dir) -> tuple[str, float]:
     """The untrained model's likeliest visible first answer token to the sample's first picture."""
     import torch
 
-    from shared.models import load_causal_lm, load_processor
+    from shared.models.loading import load_causal_lm, load_processor
     from shared.serving.image_inputs import encode, message_images, pixel_inputs
 
     processor, model = load_processor(model_dir), load_causal_lm(model_dir, "fp32")

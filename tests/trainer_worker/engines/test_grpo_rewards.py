@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import pytest
 
 from services.trainer_worker.engines.grpo_rewards import RewardClock, trl_reward_functions
-from shared.judges import JudgeTarget
 from shared import reasons
 from shared.errors import WorkFailed
-from shared.load_spec import LoadSpec, model_generation_config
+from shared.models.load_spec import LoadSpec, model_generation_config
 from shared.plans import parse_plan
-from shared.reward_process import RewardScorer
-from shared.rewards import ask_judge, check_rewards, judge_messages, parse_judge_score
+from shared.rewards.functions import ask_judge, check_rewards, judge_messages, parse_judge_score
+from shared.rewards.judges import JudgeTarget
+from shared.rewards.process import RewardScorer
 from tests.shared.serving.serving import ServingProcess
 from tests.trainer_worker.doubles import RecordingReporter
 
@@ -54,8 +54,8 @@ def test_functions_read_the_dataset_columns_and_count_their_time():
 def test_a_registered_function_receives_its_parameters_from_the_plan():
     """The rewards as the plan stores them (parsed by the API's schema), scored the way the engine
     does: each registered function is called with its entry's parameters as keyword arguments."""
-    registered = {"at_least": "tests.shared.test_rewards:thresholded_reward",
-                  "anything": "tests.shared.test_rewards:open_reward"}
+    registered = {"at_least": "tests.shared.rewards.test_rewards:thresholded_reward",
+                  "anything": "tests.shared.rewards.test_rewards:open_reward"}
     plan = parse_plan({"method": "grpo", "model": "builtin/tiny-qwen3", "dataset": "ds", "grpo": {"rewards": [
         {"function": "at_least", "threshold": 5, "scale": 0.5},
         {"function": "anything", "scale": 2, "words": ["a", "b"], "unused": None}]}})
@@ -70,7 +70,7 @@ def test_a_registered_function_receives_its_parameters_from_the_plan():
 def test_a_registered_function_past_its_budget_fails_the_step_naming_it():
     """A deployment's function that hangs holding its interpreter lock (Python's re on issue 26's
     pattern) runs in a process of its own: TRL's call of it raises with the step and the reward."""
-    reference = "tests.shared.test_reward_process:catastrophic_reward"
+    reference = "tests.shared.rewards.test_reward_process:catastrophic_reward"
     rewards = [{"function": "exact_match", "weight": 1.0}, {"function": "stuck", "weight": 1.0}]
     with RewardScorer(rewards, {"stuck": reference}, budget_s=2.0) as scorer:
         exact, stuck = trl_reward_functions(rewards, registered={"stuck": reference}, judge_address=None,

@@ -9,8 +9,8 @@ import pytest
 
 from services.trainer_worker.engines.base import Restore, read_manifest, readable_parts
 from services.trainer_worker.engines.sft import run_sft
-from shared.tiny_models import SAMPLE_DATASET
-from tests.shared.plan_fixtures import amended
+from shared.models.tiny_models import SAMPLE_DATASET
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import PLAN, RecordingReporter, adapter_tensors, make_job, max_abs_diff
 from tests.trainer_worker.layout1 import as_bin_variant, make_layout1_snapshot
 

@@ -14,11 +14,11 @@ import pytest
 from services.trainer_worker.engines.evaluate import score
 from services.trainer_worker.engines.loss_masks import chat_row
 from services.trainer_worker.engines.sft import loss_phrase, tokenized
-from shared.artifacts import ArtifactRoot
 from shared.errors import ValidationFailed
-from shared.load_spec import load_model, load_spec_for
+from shared.models.load_spec import load_model, load_spec_for
 from shared.plans import parse_plan
 from shared.serving.generation import Generator
+from shared.store.artifacts import ArtifactRoot
 
 TINY_ENTRY = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}
 SAMPLE = resources.files("shared") / "data" / "sample_sft.jsonl"

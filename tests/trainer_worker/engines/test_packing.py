@@ -19,7 +19,7 @@ from services.trainer_worker.engines.packing import (
     use_packed_masks,
 )
 from services.trainer_worker.engines.sft import run_sft
-from shared.tiny_models import SAMPLE_DATASET
+from shared.models.tiny_models import SAMPLE_DATASET
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 

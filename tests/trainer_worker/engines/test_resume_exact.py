@@ -16,8 +16,8 @@ import torch
 from services.trainer_worker.engines.base import Restore, TrainingResult, read_manifest, readable_parts
 from services.trainer_worker.engines.sft import run_sft
 from shared import reasons
-from tests.shared.plan_fixtures import amended
 from shared.errors import WorkFailed
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff
 
 MAX_STEPS = 36

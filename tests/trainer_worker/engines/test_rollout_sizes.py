@@ -16,10 +16,10 @@ import pytest
 from services.trainer_worker.engines import rollout_sizes
 from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.errors import WorkFailed
-from shared.gpu_share import max_model_len, rollout_server_gib
-from shared.resolver import trainer_memory_gib
+from shared.planning.gpu_share import max_model_len, rollout_server_gib
+from shared.planning.resolver import trainer_memory_gib
 from shared.serving import backends
-from tests.shared.plan_fixtures import typed
+from tests.shared.plans.plan_fixtures import typed
 from tests.trainer_worker.grpo_doubles import GRPO_PLAN
 
 PARAMETERS = 2_500_000  # what the server is told the base model has

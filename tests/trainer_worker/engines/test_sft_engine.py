@@ -13,9 +13,9 @@ from safetensors.torch import load_file
 from services.trainer_worker.engines.base import checkpoint_from_snapshot
 from services.trainer_worker.engines.sft import load_rows, run_sft
 from shared.errors import WorkFailed
-from shared.models import load_causal_lm, load_tokenizer
-from shared.snapshot_files import record
-from tests.shared.plan_fixtures import amended
+from shared.models.loading import load_causal_lm, load_tokenizer
+from shared.snapshots.files import record
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 

@@ -14,11 +14,11 @@ from services.trainer_worker.engines.base import Restore
 from services.trainer_worker.engines.image_rows import IMAGE_DATA, image_chat_row
 from services.trainer_worker.engines.loss_masks import IGNORED
 from services.trainer_worker.engines.sft import run_sft
-from shared.artifacts import ArtifactRoot
-from shared.models import load_causal_lm, load_processor
-from shared.tiny_models import ensure_builtin
-from shared.tiny_vision_model import IMAGE_SOFT, SAMPLE_DATASET, VISION_MODELS
-from tests.shared.plan_fixtures import amended
+from shared.models.loading import load_causal_lm, load_processor
+from shared.models.tiny_models import ensure_builtin
+from shared.models.tiny_vision_model import IMAGE_SOFT, SAMPLE_DATASET, VISION_MODELS
+from shared.store.artifacts import ArtifactRoot
+from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 MODEL = "builtin/tiny-gemma3-vision"

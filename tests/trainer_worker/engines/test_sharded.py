@@ -19,7 +19,7 @@ from services.trainer_worker.engines import train
 from services.trainer_worker.engines.base import Restore, read_manifest
 from shared import reasons
 from shared.errors import WorkFailed
-from shared.snapshots import SHARDED_TRAINING_STATE_FORMAT, readable_parts
+from shared.snapshots.manifest import SHARDED_TRAINING_STATE_FORMAT, readable_parts
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, make_job, max_abs_diff
 
 MAX_STEPS = 6

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from services.trainer_worker.engines.sft import run_sft, validate_every
-from shared.tiny_models import SAMPLE_DATASET
-from tests.shared.plan_fixtures import amended, typed
+from shared.models.tiny_models import SAMPLE_DATASET
+from tests.shared.plans.plan_fixtures import amended, typed
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 

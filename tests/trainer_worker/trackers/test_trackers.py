@@ -15,8 +15,8 @@ from services.trainer_worker.engines.sft import run_sft
 from services.trainer_worker.trackers import Trackers, missing_packages
 from services.trainer_worker.trackers.scalars import SentSteps, scalars_of
 from shared import reasons
-from shared.artifacts import ArtifactRoot, tensorboard_key, wandb_key
-from shared.tracker_config import MlflowSettings, TrackerSettings, WandbSettings, parse_trackers
+from shared.config.trackers import MlflowSettings, TrackerSettings, WandbSettings, parse_trackers
+from shared.store.artifacts import ArtifactRoot, tensorboard_key, wandb_key
 from tests.trainer_worker.doubles import RecordingReporter, make_job
 
 STEPS = 6
