@@ -66,14 +66,18 @@ class Catalog:
         return [self.describe(entry) for entry in self.config.catalog]
 
     def describe(self, entry: dict[str, Any]) -> dict[str, Any]:
+        from shared.load_spec import generation_defaults
+
         if entry.get("builtin"):
             from shared.tiny_models import builtin_facts
 
             facts = builtin_facts(entry["builtin"])
             source = f"builtin:{entry['builtin']}"
+            generation, context = facts["generationConfig"], facts.get("maxContext")
         else:
             facts = {k: entry.get(k, default) for k, default in REAL_ENTRY_DEFAULTS.items()}
             source = f"path:{entry.get('path')}" if entry.get("path") else "hub-cache"
+            generation, context = _real_generation(entry)
         return {
             "id": entry["id"],
             "source": source,
@@ -81,6 +85,22 @@ class Catalog:
             "parameters": facts["parameters"],
             "precisions": list(facts["precisions"]),
             "gpuCounts": list(facts["gpuCounts"]),
-            "generationConfig": facts["generationConfig"],
+            "generationConfig": generation,  # the model's own (where readable here), the entry's over it
+            # what a request that names no sampling settings gets (shared/load_spec.generation_defaults)
+            "generationDefaults": generation_defaults(generation, context),
             "loraTargetModules": list(facts["loraTargetModules"]),
         }
+
+
+def _real_generation(entry: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """A real entry's generation config and context as it loads: the model's own files where its
+    directory is readable here (a `path:` entry; a model directory may be local to the GPU nodes),
+    with the entry's generationConfig over them; else the entry's alone (context unknown)."""
+    from pathlib import Path
+
+    from shared.load_spec import model_generation_config, model_max_context
+
+    directory = Path(entry["path"]) if entry.get("path") else None
+    if directory is not None and directory.is_dir():
+        return model_generation_config(directory, entry.get("generationConfig")), model_max_context(directory)
+    return dict(entry.get("generationConfig") or {}), None

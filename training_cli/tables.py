@@ -65,7 +65,8 @@ def base_model(model: dict[str, Any]) -> list[Any]:
             ("Precisions", model.get("precisions")),
             ("GPU counts", model.get("gpuCounts") or model.get("gpus")),
             ("LoRA targets", model.get("loraTargetModules")),
-            ("Generation", model.get("generationConfig")),
+            ("Generation", reasons.generation_defaults_text(model["generationDefaults"])
+             if model.get("generationDefaults") else model.get("generationConfig")),
             # the runs listed below hold for a plan at these defaults (the memory estimate grows with them)
             ("Runs assume", {**(assume.get("adapter") or {}), **(assume.get("hyperparameters") or {})}),
         ]

@@ -269,6 +269,19 @@ class StartableAssumptionsSchema(Schema):
     hyperparameters = fields.Nested(AssumedHyperparametersSchema)
 
 
+class GenerationDefaultsSchema(Schema):
+    temperature = fields.Float(metadata={"description": "0: greedy (a model whose config does not sample)"})
+    topP = fields.Float()
+    topK = fields.Integer(metadata={"description": "0: no top-k filter"})
+    repetitionPenalty = fields.Float()
+    maxTokens = fields.Integer(metadata={"description": "the most tokens of an answer whose request names no "
+                                         "max_tokens, cut to the rest of the context after its prompt"})
+    maxTokensFrom = fields.String(metadata={"description": "model (its max_new_tokens) or deployment (the "
+                                            "deployment's limit: the model does not say)"})
+    maxContext = fields.Integer(allow_none=True, metadata={
+        "description": "the longest prompt and answer together; null where the API cannot read the model's config"})
+
+
 class BaseModelSchema(Schema):
     id = fields.String()
     source = fields.String(metadata={"description": "builtin:NAME, path:DIR or hub-cache"})
@@ -276,7 +289,11 @@ class BaseModelSchema(Schema):
     parameters = fields.Integer(allow_none=True)
     precisions = fields.List(fields.String())
     gpuCounts = fields.List(fields.Integer())
-    generationConfig = fields.Dict(metadata={"description": "the model's generation config"})
+    generationConfig = fields.Dict(metadata={"description": "the model's generation config: its own "
+                                              "generation_config.json where the API can read it, the catalog entry's "
+                                              "generationConfig over it"})
+    generationDefaults = fields.Nested(GenerationDefaultsSchema, metadata={
+        "description": "what a request that names no sampling settings gets from this model"})
     loraTargetModules = fields.List(fields.String())
     startableRuns = fields.List(fields.Nested(StartableRunSchema),
                                 metadata={"description": "GET /v1/base-models/ID only"})
