@@ -418,7 +418,7 @@ def evaluation(e: dict[str, Any]) -> Any:
         ("Snapshot", e.get("snapshot")), ("Run", e.get("run")), ("Step", e.get("step")),
         ("Dataset", e.get("dataset")), ("Rows", _rows_text(e)), ("Judge", e.get("judge")),
         ("Comparison", e.get("comparison")), ("Pool", e.get("pool")), ("GPUs", e.get("gpus")),
-        ("Devices", _devices(scheduling)),
+        ("Devices", _devices(scheduling)), ("Max tokens", _max_tokens(e)),
     ]
     if e.get("status") == "QUEUED":
         if scheduling.get("position"):
@@ -434,6 +434,14 @@ def evaluation(e: dict[str, Any]) -> Any:
     pairs += [("Detail", e.get("detail")), ("Workload", e.get("workload")), ("Created", when(e.get("createdAt"))),
               ("Finished", when(e.get("finishedAt")))]
     return fields_table(pairs)
+
+
+def _max_tokens(e: dict[str, Any]) -> str:
+    """What each completion could run to: once it scores, the figure it used and why; before, what was asked."""
+    if e.get("maxTokensUsed") is not None:
+        return reasons.evaluation_max_tokens_text(e["maxTokensUsed"], e.get("maxTokensFrom"),
+                                                  e.get("longestReferenceTokens"))
+    return str(e["maxTokens"]) if e.get("maxTokens") else reasons.EVALUATION_MAX_TOKENS_PENDING
 
 
 def comparisons(page: Any) -> Any:

@@ -461,8 +461,17 @@ class EvaluationSchema(ResourceSchema):
     judge = fields.String(allow_none=True)
     rewards = fields.List(fields.Dict(), allow_none=True, metadata={
         "description": "the reward functions asked for, `{function, weight, ...parameters}` (null: the default)"})
-    maxTokens = fields.Integer(allow_none=True, metadata={"description": "most tokens of each greedy completion (null: "
-                                                                         "the model's generation config)"})
+    maxTokens = fields.Integer(allow_none=True, metadata={"description": "most tokens of each greedy completion, as "
+                                                                         "asked (null: what its rows need)"})
+    maxTokensUsed = fields.Integer(allow_none=True, metadata={
+        "description": "most tokens of each greedy completion it scored with (each also cut to the context left "
+                       "after its prompt); null until it starts scoring"})
+    maxTokensFrom = fields.String(allow_none=True, metadata={
+        "description": "request (its maxTokens), references (the longest reference plus a margin of 16 tokens or "
+                       "a quarter of it), model (its max_new_tokens: no row has a reference) or deployment (the "
+                       "deployment's limit, 1024: neither says)"})
+    longestReferenceTokens = fields.Integer(allow_none=True, metadata={
+        "description": "tokens of its longest reference, when they decided maxTokensUsed"})
     comparison = fields.String(allow_none=True, metadata={"description": "the comparison it belongs to"})
     progress = fields.Nested(EvaluationProgressSchema)
     metrics = fields.Nested(EvaluationMetricsSchema, allow_none=True)

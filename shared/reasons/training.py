@@ -86,7 +86,24 @@ def run_paused_by_user(step: int) -> str:
 
 
 def evaluation_scoring(*, rows: int, dataset: str, model: str, snapshot: str | None, dtype: str, device: str,
-                       max_tokens: int) -> str:
+                       max_tokens: str) -> str:
+    """`max_tokens`: `evaluation_max_tokens_text`."""
     return (f"scoring {rows} row(s) of {dataset} with {model}"
             + (f" and the adapter of {snapshot}" if snapshot else "")
-            + f" ({dtype} on {device}, greedy, at most {max_tokens} token(s))")
+            + f" ({dtype} on {device}, greedy, at most {max_tokens})")
+
+
+def evaluation_max_tokens_text(used: int, source: str | None, longest_reference: int | None) -> str:
+    """How long an evaluation let each completion run and why (`maxTokensUsed`, `maxTokensFrom`):
+    its scoring event and the `Max tokens` row of `evaluations get`."""
+    why = {
+        "request": "as asked",
+        "references": f"the longest reference, {longest_reference}, plus a margin of {used - (longest_reference or 0)}",
+        "model": "the model's max_new_tokens; no row has a reference",
+        "deployment": "the deployment's limit; no row has a reference and the model does not say",
+    }.get(source or "")
+    return f"{used} token(s)" + (f" ({why})" if why else "")
+
+
+# `evaluations get` before an evaluation that named no maxTokens has read its rows.
+EVALUATION_MAX_TOKENS_PENDING = "from its rows: the longest reference plus a margin (decided when it starts scoring)"

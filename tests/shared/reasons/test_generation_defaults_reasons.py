@@ -1,0 +1,31 @@
+"""Issue 29 items 3 and 4, word for word: how long answers run, and a grpo step that learns nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared import reasons
+
+SENTENCES = [
+    (reasons.evaluation_max_tokens_text(40, "references", 24),
+     "40 token(s) (the longest reference, 24, plus a margin of 16)"),
+    (reasons.evaluation_max_tokens_text(64, "model", None), "64 token(s) (the model's max_new_tokens; no row has a reference)"),
+    (reasons.evaluation_max_tokens_text(1024, "deployment", None),
+     "1024 token(s) (the deployment's limit; no row has a reference and the model does not say)"),
+    (reasons.evaluation_max_tokens_text(12, "request", None), "12 token(s) (as asked)"),
+    (reasons.evaluation_max_tokens_text(12, None, None), "12 token(s)"),
+    (reasons.EVALUATION_MAX_TOKENS_PENDING,
+     "from its rows: the longest reference plus a margin (decided when it starts scoring)"),
+    (reasons.generation_defaults_text({"temperature": 0.0, "topP": 1.0, "topK": 0, "repetitionPenalty": 1.0,
+                                       "maxTokens": 64, "maxTokensFrom": "model", "maxContext": 2048}),
+     "greedy; answers up to 64 token(s) (the model's max_new_tokens), within the rest of its 2048-token context"),
+    (reasons.generation_defaults_text({"temperature": 0.6, "topP": 0.95, "topK": 20, "repetitionPenalty": 1.05,
+                                       "maxTokens": 1024, "maxTokensFrom": "deployment", "maxContext": None}),
+     "temperature 0.6, top_p 0.95, top_k 20, repetition penalty 1.05; answers up to 1024 token(s) "
+     "(the deployment's limit), within the rest of its context"),
+]
+
+
+@pytest.mark.parametrize("said, expected", SENTENCES)
+def test_sentence(said, expected):
+    assert said == expected
