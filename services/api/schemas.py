@@ -235,6 +235,9 @@ class MetricPointSchema(Schema):
     rewardSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: scoring (reward functions and judges)"})
     updateSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: log-probs, backward and optimizer step"})
     stepSeconds = fields.Float(allow_none=True)
+    equalRewardGroupShare = fields.Float(allow_none=True, metadata={
+        "description": "grpo: share of the step's groups whose completions all got the same reward (advantages "
+                       "0: they teach nothing); 1 means the step learned nothing, and a warn event says so"})
     attempt = fields.Integer(metadata={
         "description": "how often the run had been re-queued after a lost worker when the point was logged "
                        "(steps after its last snapshot train again, and are logged once)"})

@@ -44,6 +44,17 @@ def grpo_started(*, model: str, prompts: int, devices: list[str], prompts_per_st
             f"rollouts from a serving process at {server} (ready in {ready_s:.1f}s)" + restore)
 
 
+def grpo_step_learned_nothing(*, step: int, share: float, groups: int, reward: float | None, last: bool) -> str:
+    """A grpo step whose every group gave all its completions the same reward (engines/grpo.py):
+    advantages 0, nothing learned. docs/grpo.md, "A step that learns nothing"."""
+    said = f"{groups} of {groups} group(s)" if groups else f"{share:.0%} of the groups"
+    same = f" (mean reward {reward:.4f})" if reward is not None else ""
+    return (f"step {step} learned nothing: in {said} every completion got the same reward{same}, so every "
+            "advantage is 0. Try more generations, a higher temperature, a harder dataset, or rewards "
+            "that tell completions apart"
+            + ("; later such steps are counted in the metric equalRewardGroupShare, not logged" if last else ""))
+
+
 # What sft's loss is taken over (engines/sft.py loss_phrase).
 LOSS_EVERY_TOKEN = "the loss over every token (trainOnPrompt)"
 LOSS_COMPLETIONS = "the loss over the completions"
