@@ -48,6 +48,7 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
+from services.trainer_worker.engines.lr_schedule import warm_up_from_the_first_step
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
@@ -416,7 +417,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
                              groups_per_step=plan.hyperparameters.batch_size // args.num_generations)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
-    trainer = guard_checkpoint_writes(without_printer(GRPOTrainer(
+    trainer = warm_up_from_the_first_step(guard_checkpoint_writes(without_printer(GRPOTrainer(
         model=model,
         reward_funcs=reward_functions,
         args=args,
@@ -425,7 +426,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
         rollout_func=rollout,
-    )), job)
+    )), job))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:
