@@ -29,3 +29,13 @@ SENTENCES = [
 @pytest.mark.parametrize("said, expected", SENTENCES)
 def test_sentence(said, expected):
     assert said == expected
+
+
+def test_a_step_that_learned_nothing():
+    said = reasons.grpo_step_learned_nothing(step=7, share=1.0, groups=4, reward=0.0, last=True)
+    assert said == ("step 7 learned nothing: in 4 of 4 group(s) every completion got the same reward (mean reward "
+                    "0.0000), so every advantage is 0. Try more generations, a higher temperature, a harder dataset, "
+                    "or rewards that tell completions apart; later such steps are counted in the metric "
+                    "equalRewardGroupShare, not logged")
+    assert reasons.grpo_step_learned_nothing(step=1, share=1.0, groups=0, reward=None, last=False).startswith(
+        "step 1 learned nothing: in 100% of the groups every completion got the same reward, so")
