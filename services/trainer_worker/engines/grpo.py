@@ -426,7 +426,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
         rollout_func=rollout,
-    )), job))
+    )), job), restored)
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:

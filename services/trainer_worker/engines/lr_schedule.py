@@ -9,9 +9,11 @@ transformers' decay: step k trains at (T - k + 1) / (T - W) of the rate (T: the 
 steps), down to 1/(T - W) at the last step. Without warmup (W = 0) nothing changes: step 1 trains
 at the full rate. The lr each step trained at is what the run's metrics record (`learningRate`).
 
-A training state saved under transformers' own schedule (a layout-1 snapshot, release 0.5)
-resumes under this one: the same step count and rate after the warmup; inside the warmup each step
-trains at k / (W + 1) instead of (k - 1) / W.
+A training state saved under transformers' own schedule (a layout-1 snapshot, written by release
+0.5) continues under that schedule, the way its parent trained (SPEC 3.3: exactly as if it had
+never stopped). The two differ only inside the warmup; a snapshot such a branch writes is layout 2,
+and a run resumed from one of those (a pause inside the warmup of a branch of a layout-1 snapshot
+taken inside its warmup) trains its remaining warmup steps at k / (W + 1).
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ def warmup_then_linear(step: int, *, warmup_steps: int, total_steps: int) -> flo
     return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
 
 
-def warm_up_from_the_first_step(trainer):
+def warm_up_from_the_first_step(trainer, restored=None):
     """The trainer, its "linear" schedule replaced by `warmup_then_linear` (the same LambdaLR class,
-    so a saved scheduler state loads either way). Other schedule types are left as they are."""
+    so a saved scheduler state loads either way). Other schedule types, and a run that continues
+    a layout-1 training state (`restored`: kit.RestorePlan), keep transformers' own."""
     from torch.optim.lr_scheduler import LambdaLR
 
     if str(getattr(trainer.args.lr_scheduler_type, "value", trainer.args.lr_scheduler_type)) != "linear":
+        return trainer
+    if restored is not None and restored.checkpoint is not None and restored.manifest.get("layout") == 1:
         return trainer
 
     def create_scheduler(num_training_steps: int, optimizer=None):

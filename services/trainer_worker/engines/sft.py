@@ -215,7 +215,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         data_collator=collator,
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
-    )), job))
+    )), job), restored)
     if packing:
         use_packed_masks(trainer.model)
     reporter.event(reasons.sft_started(

@@ -33,3 +33,24 @@ def test_a_run_with_warmup_records_a_positive_rate_for_its_first_step(model_dir,
     rates = [point["learningRate"] for point in reporter.points]
     assert rates == pytest.approx([0.002 * f for f in (1 / 4, 2 / 4, 3 / 4, 1.0, 2 / 3, 1 / 3)])
     assert rates[0] > 0
+
+
+def test_a_layout1_training_state_keeps_the_schedule_it_was_saved_under():
+    """Release 0.5's snapshots continue as their parent trained (transformers' warmup); a fresh run,
+    a weights branch and a layout-2 training state get the warmup that never trains at 0.
+    (test_layout1.py checks the continuation is exact.)"""
+    from types import SimpleNamespace
+
+    from services.trainer_worker.engines.lr_schedule import warm_up_from_the_first_step
+
+    def trainer():
+        return SimpleNamespace(args=SimpleNamespace(lr_scheduler_type="linear"), lr_scheduler=None)
+
+    def restore(layout, checkpoint="ckpt"):
+        return SimpleNamespace(checkpoint=checkpoint, manifest={"layout": layout})
+
+    assert not hasattr(warm_up_from_the_first_step(trainer(), restore(1)), "create_scheduler")
+    for restored in (None, restore(2), restore(1, checkpoint=None)):
+        assert hasattr(warm_up_from_the_first_step(trainer(), restored), "create_scheduler")
+    cosine = SimpleNamespace(args=SimpleNamespace(lr_scheduler_type="cosine"), lr_scheduler=None)
+    assert not hasattr(warm_up_from_the_first_step(cosine), "create_scheduler")
