@@ -8,7 +8,17 @@ from rich.text import Text
 
 from shared import reasons
 from shared.plans import PlanShown
-from training_cli.output import duration, fields_table, items_of, list_table, number, text, when
+from training_cli.columns import Col
+from training_cli.output import age, duration, fields_table, items_of, list_table, number, text, when
+
+# Columns most lists share. A list's columns are given most needed first: at a narrow terminal the
+# last ones are left out first (training_cli/columns.py); `wide` ones only show with -o wide.
+ID = Col("ID", keep=True)
+NAME = Col("Name", keep=True, cut=True)
+AGE = Col("Age")
+CREATED = Col("Created", wide=True)
+WORKLOAD = Col("Workload", wide=True)
+TAGS = Col("Tags", wide=True, cut=True)
 
 
 def info(data: dict[str, Any]) -> list[Any]:
@@ -27,8 +37,8 @@ def info(data: dict[str, Any]) -> list[Any]:
                 [pool.get("name"), node.get("name"), node.get("deviceKind"), node.get("gpus"), node.get("freeGpus"),
                  *_services(node)]
             )
-    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free", "Worker", "Endpoint manager"], rows,
-                             title="Pools")]
+    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free", "Worker", Col("Endpoint manager", cut=True)],
+                             rows, title="Pools")]
 
 
 def _services(node: dict[str, Any]) -> list[str]:
@@ -51,7 +61,8 @@ def base_models(page: Any) -> Any:
         ]
         for m in items_of(page)
     ]
-    return list_table(["ID", "Source", "Modality", "Parameters", "Precisions", "GPU counts"], rows)
+    return list_table([ID, Col("Parameters"), Col("Modality"), Col("Precisions"), Col("GPU counts"),
+                       Col("Source", cut=True)], rows)
 
 
 def base_model(model: dict[str, Any]) -> list[Any]:
@@ -75,24 +86,26 @@ def base_model(model: dict[str, Any]) -> list[Any]:
          r.get("engine"), r.get("pools"), r.get("memoryGiB")]
         for r in model.get("startableRuns") or []
     ]
-    runs = list_table(["Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"], rows,
+    runs = list_table([Col("Method", keep=True), Col("GPUs", keep=True), "Precision", "KL penalty", "Restore",
+                       Col("Engine", cut=True), "GiB/GPU", Col("Pools", cut=True)], [r[:6] + [r[7], r[6]] for r in rows],
                       title="Runs that can be started")
     return [head, runs]
 
 
 def datasets(page: Any) -> Any:
     rows = [
-        [d.get("id"), d.get("name"), d.get("format"), d.get("rows"), _bytes(d.get("bytes")), d.get("workload"),
-         when(d.get("createdAt"))]
+        [d.get("id"), d.get("name"), d.get("format"), d.get("rows"), _bytes(d.get("bytes")), age(d.get("createdAt")),
+         d.get("tags"), d.get("workload"), when(d.get("createdAt"))]
         for d in items_of(page)
     ]
-    return list_table(["ID", "Name", "Format", "Rows", "Size", "Workload", "Created"], rows)
+    return list_table([ID, NAME, "Format", "Rows", "Size", AGE, TAGS, WORKLOAD, CREATED], rows)
 
 
 def dataset(d: dict[str, Any]) -> Any:
     return fields_table(
         [
-            ("ID", d.get("id")), ("Name", d.get("name")), ("Format", d.get("format")), ("Rows", d.get("rows")),
+            ("ID", d.get("id")), ("Name", d.get("name")), ("Tags", d.get("tags")), ("Format", d.get("format")),
+            ("Rows", d.get("rows")),
             ("Size", _bytes(d.get("bytes"))), ("Digest", d.get("digest")), ("Workload", d.get("workload")),
             ("Created", when(d.get("createdAt"))),
         ]
@@ -101,14 +114,15 @@ def dataset(d: dict[str, Any]) -> Any:
 
 def runs(page: Any) -> Any:
     rows = [
-        [r.get("id"), r.get("status"), PlanShown.of(r.get("plan")).method, PlanShown.of(r.get("plan")).model,
-         r.get("engine"), progress_text(r), number((r.get("progress") or {}).get("loss")), r.get("pool"),
-         r.get("gpus"), r.get("workload"), when(r.get("createdAt"))]
+        [r.get("id"), r.get("name"), r.get("status"), progress_text(r), number((r.get("progress") or {}).get("loss")),
+         age(r.get("createdAt")), PlanShown.of(r.get("plan")).method, PlanShown.of(r.get("plan")).model, r.get("gpus"),
+         number((r.get("progress") or {}).get("reward")), r.get("engine"), r.get("pool"), r.get("tags"),
+         r.get("workload"), when(r.get("createdAt"))]
         for r in items_of(page)
     ]
     return list_table(
-        ["ID", "Status", "Method", "Model", "Engine", "Progress", "Loss", "Pool", "GPUs", "Workload", "Created"], rows
-    )
+        [ID, NAME, "Status", "Progress", "Loss", AGE, "Method", Col("Model", cut=True), "GPUs", Col("Reward", wide=True),
+         Col("Engine", wide=True), Col("Pool", wide=True), TAGS, WORKLOAD, CREATED], rows)
 
 
 def run(r: dict[str, Any]) -> Any:
@@ -117,6 +131,8 @@ def run(r: dict[str, Any]) -> Any:
     scheduling = r.get("scheduling") or {}
     pairs = [
         ("ID", r.get("id")),
+        ("Name", r.get("name")),
+        ("Tags", r.get("tags")),
         ("Status", r.get("status")),
         ("Method", plan.method),
         ("Engine", r.get("engine")),
@@ -152,11 +168,12 @@ def run(r: dict[str, Any]) -> Any:
 
 def snapshots(page: Any) -> Any:
     rows = [
-        [s.get("id"), s.get("run"), s.get("step"), s.get("layout"), s.get("gpus"), s.get("engine"),
-         _contents(s.get("contents")), s.get("final"), when(s.get("createdAt"))]
+        [s.get("id"), s.get("run"), s.get("step"), s.get("final"), _contents(s.get("contents")), age(s.get("createdAt")),
+         s.get("gpus"), s.get("layout"), s.get("engine"), s.get("workload"), when(s.get("createdAt"))]
         for s in items_of(page)
     ]
-    return list_table(["ID", "Run", "Step", "Layout", "GPUs", "Engine", "Contents", "Final", "Created"], rows)
+    return list_table([ID, "Run", "Step", "Final", "Contents", AGE, "GPUs", "Layout", Col("Engine", cut=True),
+                       WORKLOAD, CREATED], rows)
 
 
 def snapshot(s: dict[str, Any]) -> Any:
@@ -227,6 +244,8 @@ METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("attempt", "Attempt", text),  # 0 until a lost worker's run is queued again: shown once it is not
 )
 METRICS_NOT_SHOWN = {"time"}
+# Shown with -o wide only: a grpo step's timings and sizes, which no terminal holds beside the rest.
+METRICS_WIDE = {"Reward std", "Length", "Gen s", "Handoff s", "Handoff", "Reward s", "Update s", "Step s", "Attempt"}
 
 
 def metrics(points: list[dict[str, Any]]) -> Any:
@@ -246,7 +265,8 @@ def metrics(points: list[dict[str, Any]]) -> Any:
     for key in dict.fromkeys(k for point in points for k in point):
         if key in present and key not in known and key not in METRICS_NOT_SHOWN:
             columns.append((key, lambda p, key=key: text(p.get(key))))
-    return list_table([header for header, _ in columns], [[cell(point) for _, cell in columns] for point in points])
+    headers = [Col(header, keep=header == "Step", wide=header in METRICS_WIDE) for header, _ in columns]
+    return list_table(headers, [[cell(point) for _, cell in columns] for point in points])
 
 
 def _reward_mean(point: dict[str, Any], name: str) -> Any:
@@ -330,7 +350,7 @@ def pools(page: Any) -> Any:
          p.get("waiting"), _quotas(p.get("quotas"))]
         for p in items_of(page)
     ]
-    return list_table(["Pool", "Nodes", "GPUs", "Free", "Held", "Waiting", "Quotas (held/quota)"], rows)
+    return list_table(["Pool", "Nodes", "GPUs", "Free", "Held", "Waiting", Col("Quotas (held/quota)", cut=True)], rows)
 
 
 def pool(p: dict[str, Any]) -> list[Any]:
@@ -338,19 +358,21 @@ def pool(p: dict[str, Any]) -> list[Any]:
                          ("Held", p.get("heldGpus")), ("Waiting", p.get("waiting")),
                          ("Quotas (held/quota)", _quotas(p.get("quotas")))])
     nodes = list_table(
-        ["Node", "Devices", "GPUs", "Free", "Free devices", "Worker", "Endpoint manager"],
-        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices"), *_services(n)]
+        ["Node", "Devices", "GPUs", "Free", "Worker", Col("Endpoint manager"), Col("Free devices", cut=True)],
+        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), *_services(n), n.get("freeDevices")]
          for n in p.get("nodes") or []], title="Nodes")
     holders = list_table(
-        ["Kind", "ID", "GPUs", "Node", "Devices", "Workload", "Model", "Idle"],
-        [[h.get("kind"), h.get("id") or "(hidden)", h.get("gpus"), h.get("node"), h.get("devices"),
-          h.get("workload") or "-", h.get("model") or "-",
-          reasons.idle_text(h["idleSeconds"]) if h.get("idleSeconds") is not None else "-"]
+        [Col("Kind", keep=True), ID, "GPUs", "Node", "Idle", Col("Model", cut=True), "Workload",
+         Col("Devices", cut=True)],
+        [[h.get("kind"), h.get("id") or "(hidden)", h.get("gpus"), h.get("node"),
+          reasons.idle_text(h["idleSeconds"]) if h.get("idleSeconds") is not None else "-",
+          h.get("model") or "-", h.get("workload") or "-", h.get("devices")]
          for h in p.get("holders") or []], title="Held by")
     queue = list_table(
-        ["#", "Kind", "ID", "GPUs", "Workload", "Reason"],
+        ["#", Col("Kind", keep=True), ID, "GPUs", Col("Reason", cut=True), "Workload"],
         [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("workload") or "-",
           q.get("reason")] for q in p.get("queue") or []], title="Queue")
+    queue.rows = [row[:4] + [row[5], row[4]] for row in queue.rows]
     return [head, nodes, holders, queue]
 
 
@@ -360,12 +382,12 @@ def _quotas(quotas: list[dict[str, Any]] | None) -> str:
 
 def endpoints(page: Any) -> Any:
     rows = [
-        [e.get("id"), e.get("name"), e.get("phase"), e.get("model"), e.get("snapshot"), e.get("gpus"),
-         e.get("address"), when(e.get("stopsAt")), e.get("workload"), when(e.get("createdAt"))]
+        [e.get("id"), e.get("name"), e.get("phase"), age(e.get("createdAt")), e.get("model"), e.get("snapshot"),
+         e.get("gpus"), when(e.get("stopsAt")), e.get("tags"), e.get("workload"), when(e.get("createdAt"))]
         for e in items_of(page)
     ]
-    return list_table(["ID", "Name", "Phase", "Model", "Snapshot", "GPUs", "Address", "Stops at", "Workload",
-                       "Created"], rows)
+    return list_table([ID, NAME, "Phase", AGE, Col("Model", cut=True), "Snapshot", "GPUs", Col("Stops at", wide=True),
+                       TAGS, WORKLOAD, CREATED], rows)
 
 
 def endpoint(e: dict[str, Any]) -> Any:
@@ -400,13 +422,13 @@ def _rows_text(e: dict[str, Any]) -> str:
 
 def evaluations(page: Any) -> Any:
     rows = [
-        [e.get("id"), e.get("status"), e.get("model"), e.get("snapshot"), e.get("dataset"), _rows_text(e),
-         _metric(e.get("metrics"), "loss"), _metric(e.get("metrics"), "exactMatch"), e.get("pool"), e.get("gpus"),
-         e.get("workload"), when(e.get("createdAt"))]
+        [e.get("id"), e.get("status"), _rows_text(e), _metric(e.get("metrics"), "loss"),
+         _metric(e.get("metrics"), "exactMatch"), age(e.get("createdAt")), e.get("snapshot"), e.get("dataset"),
+         e.get("model"), e.get("gpus"), e.get("pool"), e.get("workload"), when(e.get("createdAt"))]
         for e in items_of(page)
     ]
-    return list_table(["ID", "Status", "Model", "Snapshot", "Dataset", "Rows", "Loss", "Exact match", "Pool", "GPUs",
-                       "Workload", "Created"], rows)
+    return list_table([ID, "Status", "Rows", "Loss", "Exact match", AGE, "Snapshot", "Dataset", Col("Model", cut=True),
+                       "GPUs", Col("Pool", wide=True), WORKLOAD, CREATED], rows)
 
 
 def evaluation(e: dict[str, Any]) -> Any:
@@ -436,9 +458,9 @@ def evaluation(e: dict[str, Any]) -> Any:
 
 
 def comparisons(page: Any) -> Any:
-    rows = [[c.get("id"), c.get("status"), c.get("model"), c.get("dataset"), len(c.get("rows") or []),
-             c.get("workload"), when(c.get("createdAt"))] for c in items_of(page)]
-    return list_table(["ID", "Status", "Model", "Dataset", "Snapshots", "Workload", "Created"], rows)
+    rows = [[c.get("id"), c.get("status"), len(c.get("rows") or []), c.get("dataset"), age(c.get("createdAt")),
+             c.get("model"), c.get("workload"), when(c.get("createdAt"))] for c in items_of(page)]
+    return list_table([ID, "Status", "Snapshots", "Dataset", AGE, Col("Model", cut=True), WORKLOAD, CREATED], rows)
 
 
 def comparison(c: dict[str, Any]) -> list[Any]:
@@ -455,7 +477,8 @@ def comparison(c: dict[str, Any]) -> list[Any]:
         best = set(row.get("best") or [])
         cells.append([row.get("snapshot"), row.get("run"), row.get("step"), row.get("restore"), row.get("status")]
                      + [number(values.get(m)) + (" *" if m in best else "") for m in metrics])
-    table = list_table(["Snapshot", "Run", "Step", "Restore", "Status", *metrics], cells)
+    table = list_table([Col("Snapshot", keep=True), "Step", *metrics, "Status", "Restore", "Run"],
+                       [row[:1] + [row[2]] + row[5:] + [row[4], row[3], row[1]] for row in cells])
     return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
                               "rewards and judge)")] if metrics else [head, table]
 
@@ -468,16 +491,21 @@ ROW_TEXT_CHARS = 40
 def evaluation_rows(items: list[dict[str, Any]]) -> Any:
     present = {key for row in items for key, value in row.items() if value is not None and value != {}}
     columns: list[tuple[str, Any]] = [("Row", lambda r: r.get("row"))]
+    scores: list[tuple[str, Any]] = []
     for key, title in (("prompt", "Prompt"), ("completion", "Completion"), ("reference", "Reference")):
         if key in present:
             columns.append((title, lambda r, key=key: _one_line(r.get(key))))
     for key, title in (("loss", "Loss"), ("exactMatch", "Exact match"), ("judge", "Judge")):
         if key in present:
-            columns.append((title, lambda r, key=key: number(r.get(key))))
+            scores.append((title, lambda r, key=key: number(r.get(key))))
     names = dict.fromkeys(name for row in items for name in (row.get("rewards") or {}))
-    columns += [(f"Reward {name}", lambda r, name=name: number((r.get("rewards") or {}).get(name)))
-                for name in names]
-    return list_table([title for title, _ in columns], [[cell(row) for _, cell in columns] for row in items])
+    scores += [(f"Reward {name}", lambda r, name=name: number((r.get("rewards") or {}).get(name)))
+               for name in names]
+    # the scores before the texts, so a narrow terminal cuts texts (whole with -o json) and keeps scores
+    columns = columns[:1] + scores + columns[1:]
+    headers = [Col(title, keep=title == "Row", cut=title in ("Prompt", "Completion", "Reference"))
+               for title, _ in columns]
+    return list_table(headers, [[cell(row) for _, cell in columns] for row in items])
 
 
 def _one_line(value: Any) -> str:

@@ -106,12 +106,9 @@ def test_rows_table_cuts_the_texts_to_one_short_line(training, dataset, api):
              "rewards": {"exact_match": 0.0}, "judge": None}]
     finish_as_worker(api["context"], ev["id"], {"loss": 1.6}, rows)
     assert training("evaluations", "rows", ev["id"]).output == (
-        "┏━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┓\n"
-        "┃ Row ┃ Prompt                                   ┃ Completion ┃ Reference ┃ Loss  ┃ Exact match ┃ Reward exact_match ┃\n"
-        "┡━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━┩\n"
-        "│ 0   │ Reverse: stone                           │ enots      │ enots     │ 1.235 │ 1           │ 1                  │\n"
-        "│ 1   │ Reverse: a long line of words xxxxxxxxx… │ no idea    │ sdrow     │ 2     │ 0           │ 0                  │\n"
-        "└─────┴──────────────────────────────────────────┴────────────┴───────────┴───────┴─────────────┴────────────────────┘\n"
+        "Row   Loss    Exact match   Reward exact_match   Prompt                                     Completion   Reference\n"
+        "0     1.235   1             1                    Reverse: stone                             enots        enots\n"
+        "1     2       0             0                    Reverse: a long line of words xxxxxxxxx…   no idea      sdrow\n"
     )
 
 

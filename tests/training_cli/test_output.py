@@ -124,12 +124,14 @@ def test_watch_and_get_show_reward_and_validation_loss_when_a_run_has_them():
     from rich.console import Console
 
     from training_cli import tables
-    from training_cli.watch import _fields
+    from training_cli.curves import RunCurves
+    from training_cli.watch import progress_lines
 
     run = {"status": "RUNNING", "progress": {"step": 3, "totalSteps": 6, "loss": 0.1694, "reward": -0.0667,
                                              "validationLoss": 2.5, "tokensPerSecond": 1000.0, "etaSeconds": 2}}
-    assert _fields(run)["loss"] == "0.1694 reward -0.0667"
-    assert _fields({**run, "progress": {**run["progress"], "reward": None}})["loss"] == "0.1694"
+    assert "3/6  loss 0.1694  reward -0.0667  ETA 2s  1000 tok/s" in progress_lines(run, RunCurves(), 120)[0].plain
+    no_reward = progress_lines({**run, "progress": {**run["progress"], "reward": None}}, RunCurves(), 120)[0].plain
+    assert "loss 0.1694  ETA" in no_reward and "reward" not in no_reward
     console = Console(width=200, record=True)
     console.print(tables.run({**run, "id": "run-1", "plan": {"method": "grpo"}}))
     shown = console.export_text()

@@ -33,9 +33,9 @@ def list_params(**filters: Any) -> dict[str, Any]:
 
 def say_or_emit(doc: dict[str, Any], fmt: str, sentence: str, table: Callable[[dict[str, Any]], Any]) -> None:
     """What a command that changes a resource prints: one sentence by default, the resource with -o."""
-    from training_cli.output import emit
+    from training_cli.output import TABLES, emit
 
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(sentence)
     else:
         emit(doc, fmt, table)

@@ -10,7 +10,7 @@ from training_cli import tables
 from training_cli.commands.common import list_options, list_params
 from training_cli.commands.evaluations import read_body
 from training_cli.context import CliContext, pass_cli
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import TABLES, emit, emit_list, output_option
 
 
 @click.group("comparisons")
@@ -37,7 +37,7 @@ def create(cli: CliContext, snapshots: tuple[str, ...], body_file: TextIO | None
     body.update({k: v for k, v in flags.items() if v is not None})
     comparison = cli.client.post("/v1/comparisons", body)
     emit(comparison, fmt, tables.comparison)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nthe table as it fills: training comparisons get {comparison.get('id')}", err=True)
 
 

@@ -10,7 +10,7 @@ from training_cli import tables
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import dump, emit, emit_list, output_option
+from training_cli.output import TABLES, dump, emit, emit_list, output_option
 
 # flag -> field of the request body (SPEC 7); flags override what -f FILE says.
 BODY_FLAGS = {"model": "model", "snapshot": "snapshot", "name": "name", "gpus": "gpus", "pool": "pool",
@@ -47,7 +47,7 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
     body.update({field: flags[flag] for flag, field in BODY_FLAGS.items() if flags.get(flag) is not None})
     endpoint = cli.client.post("/v1/endpoints", body)
     emit(endpoint, fmt, tables.endpoint)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nits phase: training endpoints get {endpoint.get('id')}", err=True)
 
 
@@ -86,7 +86,7 @@ def logs(cli: CliContext, endpoint_id: str, lines: int, fmt: str) -> None:
 
     -o json / -o yaml print the API's answer: {endpoint, phase, log, lines}."""
     answer = cli.client.get(f"/v1/endpoints/{endpoint_id}/logs", {"lines": lines})
-    if fmt != "table":
+    if fmt not in TABLES:
         dump(answer, fmt)
         return
     for line in answer.get("lines") or []:

@@ -15,7 +15,7 @@ from training_cli import tables
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import TABLES, emit, emit_list, output_option
 
 # flag -> field of the request body (SPEC 7); flags override what -f FILE says.
 BODY_FLAGS = {"model": "model", "snapshot": "snapshot", "dataset": "dataset", "gpus": "gpus", "pool": "pool",
@@ -58,7 +58,7 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
     body.update({field: flags[flag] for flag, field in BODY_FLAGS.items() if flags.get(flag) is not None})
     evaluation = cli.client.post("/v1/evaluations", body)
     emit(evaluation, fmt, tables.evaluation)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nits status: training evaluations get {evaluation.get('id')}", err=True)
 
 
@@ -110,7 +110,7 @@ def rows(cli: CliContext, evaluation_id: str, out: Path | None, fmt: str) -> Non
         click.echo(jsonl, nl=False)
         return
     items = [json.loads(line) for line in jsonl.splitlines() if line.strip()]
-    if fmt == "table" and not items:
+    if fmt in TABLES and not items:
         click.echo("no rows found")
         return
     emit(items, fmt, tables.evaluation_rows)

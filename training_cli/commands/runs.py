@@ -15,7 +15,7 @@ from training_cli.archive import download_tensorboard
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import TABLES, emit, emit_list, output_option
 from training_cli.watch import follow_logs, watch_run
 
 # flag -> where it goes in the plan (SPEC 2.3); flags override what -f FILE says. What each flag
@@ -86,7 +86,7 @@ def create(cli: CliContext, body_file: TextIO | None, sets: tuple[str, ...], fmt
     body = build_plan(body_file, flags, sets)
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
 
 
@@ -174,7 +174,7 @@ def logs(cli: CliContext, run_id: str, follow: bool, fmt: str) -> None:
     -o json / -o yaml print the events ({time, level, message}) as one list; with -f they print
     each event as it comes instead: -o json one JSON object a line (JSONL), -o yaml one YAML
     document each (a `---` stream)."""
-    if not follow and fmt != "table":
+    if not follow and fmt not in TABLES:
         emit(cli.client.log_items(f"/v1/runs/{run_id}/events"), fmt, tables.events)
         return
     follow_logs(cli.client, run_id, follow=follow, show=EVENT_STREAM.get(fmt))
@@ -194,7 +194,7 @@ def metrics(cli: CliContext, run_id: str, last: int | None, fmt: str) -> None:
     points = cli.client.log_items(f"/v1/runs/{run_id}/metrics")
     if last is not None:
         points = points[-last:]
-    if fmt == "table" and not points:
+    if fmt in TABLES and not points:
         click.echo(f"run {run_id} has logged no metrics yet")
         return
     emit(points, fmt, tables.metrics)
@@ -263,5 +263,5 @@ def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | Non
     body["restore"] = {"snapshot": snapshot_id, "what": what}
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
