@@ -17,6 +17,7 @@ from training_cli.commands import (
     snapshots,
     stack,
 )
+from training_cli.commands.common import add_list_alias
 from training_cli.context import CliContext
 
 
@@ -40,6 +41,8 @@ cli.add_command(endpoints.group)
 cli.add_command(evaluations.group)
 cli.add_command(comparisons.group)
 cli.add_command(config.group)
+for resource in (base_models, datasets, runs, snapshots, pools, endpoints, evaluations, comparisons):
+    add_list_alias(resource.group)
 cli.add_command(stack.up)
 cli.add_command(stack.down)
 cli.add_command(stack.status)

@@ -47,7 +47,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
     (claim_id,) = reserve_places(context, workload=workload)  # 429 past the workload's cap, nothing stored
     endpoint_id = new_id(Kind.ENDPOINT)
     fields = {
-        "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
+        "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "tags": spec["tags"], "workload": workload,
         "model": spec["model"], "snapshot": spec["snapshot"], "gpus": spec["gpus"], "pool": pool_name,
         "idleTimeout": spec["idleTimeout"], "startTimeout": spec["startTimeout"],
         **endpoint_lifecycle.created(),

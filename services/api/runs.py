@@ -23,7 +23,7 @@ from shared.states import RunStatus
 def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
     """Parse the plan, fill in the caller's defaults (workload, pool), judge it (shared/plans/check.py,
     with what plan_facts.py looks up), then store the run and queue its claim."""
-    plan, name = read_plan(body)
+    plan, name, tags = read_plan(body)
     workload = require_workload(plan.workload or who.default_workload(DEFAULT_WORKLOADS["run"]))
     plan = replace(plan, workload=workload,
                    execution=replace(plan.execution, pool=plan.execution.pool or context.config.default_pool))
@@ -37,6 +37,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "id": new_id(Kind.RUN),
         "kind": "run",
         "name": name,
+        "tags": tags,
         "workload": workload,
         **RUNS.created(),
         "detail": None,

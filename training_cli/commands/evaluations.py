@@ -11,6 +11,7 @@ import click
 import yaml
 
 from shared import reasons
+from training_cli import short_ids as ids
 from training_cli import tables
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
@@ -43,8 +44,8 @@ def group() -> None:
 @group.command("create")
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
 @click.option("--model", help="Base-model id.")
-@click.option("--snapshot", help="Score this snapshot's adapter over the model.")
-@click.option("--dataset", help="Dataset id.")
+@click.option("--snapshot", type=ids.SNAPSHOT, help="Score this snapshot's adapter over the model.")
+@click.option("--dataset", type=ids.DATASET, help="Dataset id.")
 @click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node.")
 @click.option("--pool", help="Pool to queue in.")
 @click.option("--judge", help="An endpoint (its id or name) that grades each completion.")
@@ -63,7 +64,7 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
 
 
 @group.command("get")
-@click.argument("evaluation_id", metavar="[ID]", required=False)
+@click.argument("evaluation_id", metavar="[ID]", required=False, type=ids.EVALUATION)
 @click.option("--comparison", help="Only the evaluations of this comparison.")
 @list_options(run="evaluations")
 @output_option
@@ -77,7 +78,7 @@ def get(cli: CliContext, evaluation_id: str | None, fmt: str, **filters: Any) ->
 
 
 @group.command("delete")
-@click.argument("evaluation_id", metavar="ID")
+@click.argument("evaluation_id", metavar="ID", type=ids.EVALUATION)
 @output_option
 @pass_cli
 def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
@@ -89,7 +90,7 @@ def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
 
 
 @group.command("rows")
-@click.argument("evaluation_id", metavar="ID")
+@click.argument("evaluation_id", metavar="ID", type=ids.EVALUATION)
 @click.option("--out", "out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="Write the JSONL as the API serves it here (- for stdout) instead of printing it.")
 @output_option
@@ -117,7 +118,7 @@ def rows(cli: CliContext, evaluation_id: str, out: Path | None, fmt: str) -> Non
 
 
 @group.command("logs")
-@click.argument("evaluation_id", metavar="ID")
+@click.argument("evaluation_id", metavar="ID", type=ids.EVALUATION)
 @output_option
 @pass_cli
 def logs(cli: CliContext, evaluation_id: str, fmt: str) -> None:
