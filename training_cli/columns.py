@@ -22,6 +22,7 @@ FULL_ID = re.compile(r"\b(run|snap|eval|ep|ds|cmp)-([0-9a-f]{20})\b")
 GAP = "   "  # between columns, as kubectl
 ELLIPSIS = "…"
 MIN_CUT = 6  # a cut column keeps at least this many characters
+CUT_TO = 24  # what a cut column is shortened to before any column is left out
 
 # Whether the command prints `-o wide` (set by output.emit around a renderer).
 WIDE: ContextVar[bool] = ContextVar("wide", default=False)
@@ -68,27 +69,36 @@ def terminal_width() -> int:
 def render(columns: list[Col | str], rows: list[list[str]], limit: int | None) -> list[str]:
     """The table's lines: a header line, then one line per row, each at most `limit` wide."""
     cols = [as_col(c) for c in columns]
+    limit = None if WIDE.get() else limit
     shown = [i for i, c in enumerate(cols) if WIDE.get() or not c.wide]
     cells = [[short_ids(row[i], limit is not None).replace("\n", " ") for i in range(len(cols))] for row in rows]
     widths = {i: max([len(cols[i].header)] + [len(row[i]) for row in cells]) for i in shown}
+    natural = dict(widths)
 
     def total(indices: list[int]) -> int:
         return sum(widths[i] for i in indices) + len(GAP) * (len(indices) - 1)
 
+    def cut_to(floor: int) -> None:
+        """Shorten the columns that may be cut, the widest first, none below `floor`."""
+        while total(shown) > limit:
+            cuttable = [i for i in shown if cols[i].cut and widths[i] > floor]
+            if not cuttable:
+                return
+            widest = max(cuttable, key=lambda i: widths[i])
+            widths[widest] = max(floor, widths[widest] - (total(shown) - limit))
+
     if limit is not None:
+        cut_to(CUT_TO)  # a long name gives way before a column of numbers does
         # leave out the last columns that may go until the rest fits
         for i in reversed(list(shown)):
             if total(shown) <= limit:
                 break
             if not cols[i].keep and len(shown) > 1:
                 shown.remove(i)
-        # then shorten the columns that may be cut, the widest first
-        while total(shown) > limit:
-            cuttable = [i for i in shown if cols[i].cut and widths[i] > MIN_CUT]
-            if not cuttable:
-                break
-            widest = max(cuttable, key=lambda i: widths[i])
-            widths[widest] = max(MIN_CUT, widths[widest] - (total(shown) - limit))
+        for i in shown:  # what the columns left out gave back goes to the cut ones, up to their whole width
+            if cols[i].cut and total(shown) < limit:
+                widths[i] = min(natural[i], widths[i] + limit - total(shown))
+        cut_to(MIN_CUT)
 
     def line(values: list[str]) -> str:
         parts = [fit(values[i], widths[i]) for i in shown]

@@ -21,6 +21,19 @@ WORKLOAD = Col("Workload", wide=True)
 TAGS = Col("Tags", wide=True, cut=True)
 
 
+def device_unit(kinds: Any) -> str:
+    """What a count of devices is called: `GPUs` on GPU nodes, `Slots` where every node has CPU
+    training slots (SPEC 1: CPU nodes), `GPUs/slots` where the nodes are of both kinds."""
+    kinds = {str(k) for k in kinds if k}
+    if kinds and kinds <= {"cpu"}:
+        return "Slots"
+    return "GPUs/slots" if "cpu" in kinds else "GPUs"
+
+
+def node_kinds(pools: Any) -> set[str]:
+    return {n.get("deviceKind") for p in pools or [] for n in p.get("nodes") or []}
+
+
 def info(data: dict[str, Any]) -> list[Any]:
     head = fields_table(
         [
@@ -37,7 +50,8 @@ def info(data: dict[str, Any]) -> list[Any]:
                 [pool.get("name"), node.get("name"), node.get("deviceKind"), node.get("gpus"), node.get("freeGpus"),
                  *_services(node)]
             )
-    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free", "Worker", Col("Endpoint manager", cut=True)],
+    unit = device_unit(node_kinds(data.get("pools")))
+    return [head, list_table(["Pool", "Node", "Devices", unit, "Free", "Worker", Col("Endpoint manager", cut=True)],
                              rows, title="Pools")]
 
 
@@ -53,11 +67,11 @@ def base_models(page: Any) -> Any:
     rows = [
         [
             m.get("id"),
-            m.get("source") or m.get("builtin") or m.get("path"),
-            m.get("modality"),
             _params(m.get("parameters") or m.get("parameterCount")),
+            m.get("modality"),
             m.get("precisions"),
             m.get("gpuCounts") or m.get("gpus"),
+            m.get("source") or m.get("builtin") or m.get("path"),
         ]
         for m in items_of(page)
     ]
@@ -65,7 +79,11 @@ def base_models(page: Any) -> Any:
                        Col("Source", cut=True)], rows)
 
 
-def base_model(model: dict[str, Any]) -> list[Any]:
+def base_model(model: dict[str, Any], device_kinds: Any = ()) -> list[Any]:
+    """One model and the runs it can start; `device_kinds`: the deployment's nodes' (GET /v1/info),
+    which say whether a run's count is of GPUs or of CPU slots."""
+    unit = device_unit(device_kinds)
+    per = {"Slots": "slot", "GPUs": "GPU"}.get(unit, "device")
     assume = model.get("startableRunsAssume") or {}
     head = fields_table(
         [
@@ -74,7 +92,7 @@ def base_model(model: dict[str, Any]) -> list[Any]:
             ("Modality", model.get("modality")),
             ("Parameters", _params(model.get("parameters") or model.get("parameterCount"))),
             ("Precisions", model.get("precisions")),
-            ("GPU counts", model.get("gpuCounts") or model.get("gpus")),
+            (f"{unit[:-1] if unit.endswith('s') else unit} counts", model.get("gpuCounts") or model.get("gpus")),
             ("LoRA targets", model.get("loraTargetModules")),
             ("Generation", model.get("generationConfig")),
             # the runs listed below hold for a plan at these defaults (the memory estimate grows with them)
@@ -86,8 +104,8 @@ def base_model(model: dict[str, Any]) -> list[Any]:
          r.get("engine"), r.get("pools"), r.get("memoryGiB")]
         for r in model.get("startableRuns") or []
     ]
-    runs = list_table([Col("Method", keep=True), Col("GPUs", keep=True), "Precision", "KL penalty", "Restore",
-                       Col("Engine", cut=True), "GiB/GPU", Col("Pools", cut=True)], [r[:6] + [r[7], r[6]] for r in rows],
+    runs = list_table([Col("Method", keep=True), Col(unit, keep=True), "Precision", "KL penalty", "Restore",
+                       Col("Engine", cut=True), f"GiB/{per}", Col("Pools", cut=True)], [r[:6] + [r[7], r[6]] for r in rows],
                       title="Runs that can be started")
     return [head, runs]
 
@@ -350,26 +368,28 @@ def pools(page: Any) -> Any:
          p.get("waiting"), _quotas(p.get("quotas"))]
         for p in items_of(page)
     ]
-    return list_table(["Pool", "Nodes", "GPUs", "Free", "Held", "Waiting", Col("Quotas (held/quota)", cut=True)], rows)
+    unit = device_unit(node_kinds(items_of(page)))
+    return list_table(["Pool", "Nodes", unit, "Free", "Held", "Waiting", Col("Quotas (held/quota)", cut=True)], rows)
 
 
 def pool(p: dict[str, Any]) -> list[Any]:
-    head = fields_table([("Pool", p.get("name")), ("GPUs", p.get("gpus")), ("Free", p.get("freeGpus")),
+    unit = device_unit(node_kinds([p]))
+    head = fields_table([("Pool", p.get("name")), (unit, p.get("gpus")), ("Free", p.get("freeGpus")),
                          ("Held", p.get("heldGpus")), ("Waiting", p.get("waiting")),
                          ("Quotas (held/quota)", _quotas(p.get("quotas")))])
     nodes = list_table(
-        ["Node", "Devices", "GPUs", "Free", "Worker", Col("Endpoint manager"), Col("Free devices", cut=True)],
+        ["Node", "Devices", unit, "Free", "Worker", Col("Endpoint manager"), Col("Free devices", cut=True)],
         [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), *_services(n), n.get("freeDevices")]
          for n in p.get("nodes") or []], title="Nodes")
     holders = list_table(
-        [Col("Kind", keep=True), ID, "GPUs", "Node", "Idle", Col("Model", cut=True), "Workload",
+        [Col("Kind", keep=True), ID, unit, "Node", "Idle", Col("Model", cut=True), "Workload",
          Col("Devices", cut=True)],
         [[h.get("kind"), h.get("id") or "(hidden)", h.get("gpus"), h.get("node"),
           reasons.idle_text(h["idleSeconds"]) if h.get("idleSeconds") is not None else "-",
           h.get("model") or "-", h.get("workload") or "-", h.get("devices")]
          for h in p.get("holders") or []], title="Held by")
     queue = list_table(
-        ["#", Col("Kind", keep=True), ID, "GPUs", Col("Reason", cut=True), "Workload"],
+        ["#", Col("Kind", keep=True), ID, unit, Col("Reason", cut=True), "Workload"],
         [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("workload") or "-",
           q.get("reason")] for q in p.get("queue") or []], title="Queue")
     queue.rows = [row[:4] + [row[5], row[4]] for row in queue.rows]
@@ -390,11 +410,20 @@ def endpoints(page: Any) -> Any:
                        TAGS, WORKLOAD, CREATED], rows)
 
 
-def endpoint(e: dict[str, Any]) -> Any:
+def endpoint(e: dict[str, Any], api_url: str | None = None) -> Any:
+    """One endpoint. `api_url`: the API's address as the CLI reaches it; requests go through it
+    (`API/v1`, OpenAI's base URL), not to the serving process's own address."""
     scheduling = e.get("scheduling") or {}
     pairs = [
-        ("ID", e.get("id")), ("Name", e.get("name")), ("Phase", e.get("phase")), ("Model", e.get("model")),
-        ("Snapshot", e.get("snapshot")), ("Address", e.get("address")),
+        ("ID", e.get("id")), ("Name", e.get("name")), ("Tags", e.get("tags")), ("Phase", e.get("phase")),
+        ("Model", e.get("model")), ("Snapshot", e.get("snapshot")),
+    ]
+    if api_url:
+        pairs += [("OpenAI base URL", api_url.rstrip("/") + "/v1"),
+                  ("Use it as", reasons.endpoint_openai_use(e.get("name") or e.get("id") or "-"))]
+    if e.get("address"):
+        pairs.append(("Process address", f"{e['address']} ({reasons.ENDPOINT_PROCESS_ADDRESS})"))
+    pairs += [
         ("Pool", e.get("pool")), ("GPUs", e.get("gpus")), ("Devices", _devices(scheduling)),
         ("Idle timeout", f"{e['idleTimeout']}s" if e.get("idleTimeout") else "never"),
         ("Start timeout", f"{e.get('startTimeout')}s"),

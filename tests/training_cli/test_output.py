@@ -43,7 +43,7 @@ def test_base_model_table_lists_startable_runs(training):
     result = training("base-models", "get", "builtin/tiny-qwen3")
     assert result.exit_code == 0, result.output
     out = result.output
-    for header in ("Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"):
+    for header in ("Method", "Slots", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/slot"):
         assert header in out
     assert "sft-single" in out and "sft-ddp" in out
     assert "default, big" in out and "0.6" in out

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from typing import Any, TextIO
 
 import click
@@ -63,7 +64,8 @@ def create(cli: CliContext, body_file: TextIO | None, tags: tuple[str, ...], fmt
 def get(cli: CliContext, endpoint_id: str | None, fmt: str, **filters: Any) -> None:
     """List endpoints (newest first), or show one (by its id, or a live one by its name)."""
     if endpoint_id:
-        emit(cli.client.get(f"/v1/endpoints/{endpoint_id}"), fmt, tables.endpoint)
+        emit(cli.client.get(f"/v1/endpoints/{endpoint_id}"), fmt,
+             functools.partial(tables.endpoint, api_url=cli.settings.api_url.value))
     else:
         emit_list(cli.client.get("/v1/endpoints", list_params(**filters)), fmt, tables.endpoints, "endpoints")
 
