@@ -76,7 +76,7 @@ def plan(**request):
     body = {"model": TINY["id"], "dataset": "ds-1", "execution": {"pool": "default"}, "workload": "runs",
             **copy.deepcopy(request)}
     parsed = parse_plan(body)
-    parsed.pop("name")
+    parsed.pop("name"), parsed.pop("tags")
     return TrainingPlan.from_dict(parsed)
 
 
