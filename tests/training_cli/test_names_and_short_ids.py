@@ -81,3 +81,14 @@ def test_config_view_shows_the_token_on_request_and_ui_signs_the_dashboard_in(re
     url = real_training("ui", "--print-url").output.strip()
     assert url == dashboard_url(real_api["url"], ADMIN_TOKEN) == f"{real_api['url']}/ui/#token={ADMIN_TOKEN}"
 
+
+
+def test_a_branch_takes_its_own_name_and_tags_and_a_short_snapshot_id(real_training, real_api, dataset):
+    from tests.training_cli.test_evaluations_cli import snapshot
+
+    parent = _create(real_training, dataset, "--name", "parent", "--tag", "team=nlp")
+    snap = snapshot(real_api["context"], run=parent["id"], step=10)
+    branch = json.loads(real_training("runs", "branch", snap[:13], "--restore", "weights", "--name", "parent, lr/2",
+                                      "--tag", "branch", "-o", "json").output)
+    assert (branch["name"], branch["tags"]) == ("parent, lr/2", ["branch"])  # its own: not the parent's
+    assert branch["parent"]["snapshot"] == snap
