@@ -63,7 +63,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         give_back_places(context, workload=workload, claim_ids=[claim_id])
         raise
     return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"], claim_id=claim_id,
-                             event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
+                             event=reasons.claim_queued(pool=pool_name, gpus=spec["gpus"], device_kind=pool.device_kind))
 
 
 def _naming(field: str, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

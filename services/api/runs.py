@@ -62,7 +62,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "finishedAt": None,
     })
     return queue_for_devices(context, run, kind="run", claim_id=claim_id,
-                             event=reasons.run_queued(pool=pool, gpus=gpus, engine=engine))
+                             event=reasons.run_queued(pool=pool, gpus=gpus, engine=engine,
+                                                      device_kind=_device_kind(context, pool)))
 
 
 def get_run(context: Context, run_id: str) -> dict[str, Any]:
@@ -129,4 +130,10 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
         give_back_places(context, workload=run["workload"], claim_ids=[claim_id])
         raise
     return queue_for_devices(context, run, kind="run", claim_id=claim_id,
-                             event=reasons.run_resumed(pool=run["pool"], gpus=run["gpus"]))
+                             event=reasons.run_resumed(pool=run["pool"], gpus=run["gpus"],
+                                                       device_kind=_device_kind(context, run["pool"])))
+
+
+def _device_kind(context: Context, pool: str) -> str:
+    found = context.config.pools.get(pool)
+    return found.device_kind if found is not None else "cuda"
