@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -60,10 +59,6 @@ def width_limit(console_width: int, is_terminal: bool) -> int | None:
         return console_width
     raw = os.environ.get("COLUMNS", "")
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
-
-
-def terminal_width() -> int:
-    return shutil.get_terminal_size().columns
 
 
 def render(columns: list[Col | str], rows: list[list[str]], limit: int | None) -> list[str]:

@@ -101,11 +101,11 @@ def base_model(model: dict[str, Any], device_kinds: Any = ()) -> list[Any]:
     )
     rows = [
         [r.get("method"), r.get("gpus"), r.get("precision"), _kl(r.get("klPenalty")), r.get("restore") or "none",
-         r.get("engine"), r.get("pools"), r.get("memoryGiB")]
+         r.get("engine"), r.get("memoryGiB"), r.get("pools")]
         for r in model.get("startableRuns") or []
     ]
     runs = list_table([Col("Method", keep=True), Col(unit, keep=True), "Precision", "KL penalty", "Restore",
-                       Col("Engine", cut=True), f"GiB/{per}", Col("Pools", cut=True)], [r[:6] + [r[7], r[6]] for r in rows],
+                       Col("Engine", cut=True), f"GiB/{per}", Col("Pools", cut=True)], rows,
                       title="Runs that can be started")
     return [head, runs]
 
@@ -390,9 +390,8 @@ def pool(p: dict[str, Any]) -> list[Any]:
          for h in p.get("holders") or []], title="Held by")
     queue = list_table(
         ["#", Col("Kind", keep=True), ID, unit, Col("Reason", cut=True), "Workload"],
-        [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("workload") or "-",
-          q.get("reason")] for q in p.get("queue") or []], title="Queue")
-    queue.rows = [row[:4] + [row[5], row[4]] for row in queue.rows]
+        [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("reason"),
+          q.get("workload") or "-"] for q in p.get("queue") or []], title="Queue")
     return [head, nodes, holders, queue]
 
 
@@ -504,10 +503,11 @@ def comparison(c: dict[str, Any]) -> list[Any]:
     for row in rows:
         values = row.get("metrics") or {}
         best = set(row.get("best") or [])
-        cells.append([row.get("snapshot"), row.get("run"), row.get("step"), row.get("restore"), row.get("status")]
-                     + [number(values.get(m)) + (" *" if m in best else "") for m in metrics])
-    table = list_table([Col("Snapshot", keep=True), "Step", *metrics, "Status", "Restore", "Run"],
-                       [row[:1] + [row[2]] + row[5:] + [row[4], row[3], row[1]] for row in cells])
+        cells.append([row.get("snapshot"), row.get("step")]
+                     + [number(values.get(m)) + (" *" if m in best else "") for m in metrics]
+                     + [row.get("status"), row.get("restore"), row.get("run")])
+    # the metrics before the rest, so a narrow terminal keeps what a comparison is read for
+    table = list_table([Col("Snapshot", keep=True), "Step", *metrics, "Status", "Restore", "Run"], cells)
     return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
                               "rewards and judge)")] if metrics else [head, table]
 
