@@ -1,8 +1,10 @@
 """List tables as kubectl prints them: borderless columns, one line per row, never wrapped.
 
-In a terminal (or with COLUMNS set) a list fits its width: columns are left out from the least
-needed up (each renderer lists its columns most needed first; the ID and NAME columns always
-stay), then a column marked `cut` is shortened with `…`; ids are shown short (`run-40c3a1b2`, the
+In a terminal (or with COLUMNS set) a list fits its width: a column marked `cut` (a name, a model)
+is first shortened to CUT_TO characters with `…`, then columns are left out from the least needed
+up (each renderer lists its columns most needed first; ID and NAME always stay), then the cut
+columns take back what is left, or give up more, down to MIN_CUT. Widths are terminal cells (a
+CJK character takes two). Ids are shown short (`run-40c3a1b2`, the
 kind and the first SHORT_ID_HEX hex digits: a prefix the CLI takes back wherever it takes an id,
 training_cli/short_ids.py). `-o wide` shows every column and every id whole, at whatever width
 that takes. A pipe (no terminal, no COLUMNS) gets every column but the wide-only ones, ids whole,
@@ -15,6 +17,8 @@ import os
 import re
 from contextvars import ContextVar
 from dataclasses import dataclass
+
+from rich.cells import cell_len, set_cell_size
 
 SHORT_ID_HEX = 8
 FULL_ID = re.compile(r"\b(run|snap|eval|ep|ds|cmp)-([0-9a-f]{20})\b")
@@ -67,7 +71,7 @@ def render(columns: list[Col | str], rows: list[list[str]], limit: int | None) -
     limit = None if WIDE.get() else limit
     shown = [i for i, c in enumerate(cols) if WIDE.get() or not c.wide]
     cells = [[short_ids(row[i], limit is not None).replace("\n", " ") for i in range(len(cols))] for row in rows]
-    widths = {i: max([len(cols[i].header)] + [len(row[i]) for row in cells]) for i in shown}
+    widths = {i: max([cell_len(cols[i].header)] + [cell_len(row[i]) for row in cells]) for i in shown}
     natural = dict(widths)
 
     def total(indices: list[int]) -> int:
@@ -98,14 +102,15 @@ def render(columns: list[Col | str], rows: list[list[str]], limit: int | None) -
     def line(values: list[str]) -> str:
         parts = [fit(values[i], widths[i]) for i in shown]
         out = GAP.join(parts).rstrip()
-        if limit is not None and len(out) > limit:  # nothing left to leave out or cut: the line ends at the edge
-            out = out[:limit - 1] + ELLIPSIS
+        if limit is not None and cell_len(out) > limit:  # nothing left to leave out or cut: it ends at the edge
+            out = set_cell_size(out, limit - 1) + ELLIPSIS
         return out
 
     return [line([c.header for c in cols])] + [line(row) for row in cells]
 
 
 def fit(value: str, width: int) -> str:
-    if len(value) <= width:
-        return value.ljust(width)
-    return value[:width - 1] + ELLIPSIS
+    """`value` in exactly `width` cells: padded, or cut with `…`."""
+    if cell_len(value) <= width:
+        return set_cell_size(value, width)
+    return set_cell_size(value, width - 1) + ELLIPSIS

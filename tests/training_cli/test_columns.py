@@ -72,3 +72,12 @@ def test_the_grpo_line_keeps_its_numbers_and_draws_curves_where_they_fit():
     narrow, wide = (progress_lines(run, curves, width)[0].plain for width in (80, 160))
     assert len(narrow) <= 80 and "30/40  loss 0.01234  reward 0.4375  ETA 1m05s" in narrow
     assert len(wide) <= 160 and "loss █▄" in wide and "reward ▁" in wide and "1234.5 tok/s" in wide
+
+
+def test_widths_are_terminal_cells_so_wide_characters_do_not_overflow():
+    from rich.cells import cell_len
+
+    rows = [[RUN_ID, "日本語の名前がとても長いランの名前です", "RUNNING"]]
+    for limit in (30, 40, 60):
+        lines = render([Col("ID", keep=True), Col("Name", keep=True, cut=True), "Status"], rows, limit)
+        assert all(cell_len(line) <= limit for line in lines), (limit, lines)
