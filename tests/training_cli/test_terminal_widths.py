@@ -153,7 +153,7 @@ def test_every_read_command_fits_the_terminal_and_shows_what_it_is_for(deploymen
         f"runs get {d['grpo']}": ["grpo reverse, reward exact match and length", "team=nlp, sweep-3", "0.4375"],
         f"runs get {short(d['waiting'])}": [d["waiting"], "Waiting on", d["endpoint"]],
         f"runs metrics {d['grpo']}": ["Step", "Loss", "Reward", "Reward exact_match", "0.003025", "0.75"],
-        f"runs logs {d['grpo']}": ["INFO", "queued in pool default for 1 CPU slot(s); engine sft-single"],
+        f"runs logs {d['grpo']}": ["INFO", "queued in pool default for 1 CPU slot(s)", "sft-single"],  # wraps between words
         f"runs watch {d['grpo']}": ["SUCCEEDED", "━━━━━━━━━━", "40/40", "loss 0.0123", "reward 0.4375"],
         "snapshots get": [short(d["snapshot"]), short(d["grpo"]), "40"],
         f"snapshots get {d['snapshot']}": [d["snapshot"], "peft-safetensors"],
