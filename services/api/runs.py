@@ -33,6 +33,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
 
     pool, gpus, engine = plan.execution.pool, plan.execution.gpus, accepted.engine.name
     dataset, validation, parent = facts.dataset(), facts.validation_dataset(), accepted.parent
+    # a dataset named by its name (issue 30) is stored by its id, as every plan names it
+    plan = replace(plan, dataset=dataset["id"], validation_dataset=validation["id"] if validation else None)
     run = context.store.create({
         "id": new_id(Kind.RUN),
         "kind": "run",
@@ -55,6 +57,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "pauseRequested": False,
         "attempts": 0,
         "judgeWorkloads": accepted.judge_workloads,
+        "stepRange": accepted.step_range,
         "parent": ({"snapshot": parent["id"], "run": parent.get("run"), "restore": plan.restore_kind}
                    if parent else None),
         "startedAt": None,

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable
 
-from services.trainer_worker.engines.base import SnapshotDiskFull
+from services.trainer_worker.engines.base import NothingToTrain, SnapshotDiskFull
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
@@ -173,14 +173,15 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
             elif result.stopped_early and reporter.stop == "cancel":
                 outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
             else:
-                outcome = RunStatus.SUCCEEDED.value
-                reporter.event(reasons.run_succeeded(result.final_step, result.first_loss, result.last_loss))
+                outcome, detail = _ended(run, result, reporter)
     except LeaseLost as exc:
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"
     except SnapshotDiskFull as exc:  # not a failure: paused, resumable once space is freed (issue 26)
         outcome, detail = RunStatus.PAUSED.value, str(exc)
         reporter.event(detail, level="warn")
+    except NothingToTrain as nothing:  # before its first step: never SUCCEEDED in silence (issue 30)
+        outcome, detail = _nothing_trained(run, nothing, reporter)
     except CancelledWhileStarting:  # cancelled while its engine loaded: not one step trained
         outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
     except Exception as exc:  # the engine failed: the run says why, the worker lives on
@@ -213,6 +214,30 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
         reporter.event(reasons.run_paused_by_user(reporter.last_step))
     log.info("run ended", status=outcome)
     return outcome
+
+
+def _ended(run: dict[str, Any], result, reporter: RunReporter) -> tuple[str, str | None]:
+    """(status, detail) of a run whose engine finished its steps; one that took none is never a
+    silent success (issue 30: `_nothing_trained`)."""
+    if result.trained_steps == 0:
+        return _nothing_trained(run, NothingToTrain(start_step=result.start_step, end_step=result.final_step),
+                                reporter)
+    reporter.event(reasons.run_succeeded(result.final_step, result.first_loss, result.last_loss))
+    return RunStatus.SUCCEEDED.value, None
+
+
+def _nothing_trained(run: dict[str, Any], nothing: NothingToTrain, reporter: RunReporter) -> tuple[str, str | None]:
+    """A run whose engine took no step: FAILED saying why, unless it resumed its own snapshot of its
+    last step (its worker was lost after writing it), which ends SUCCEEDED with a warn event saying
+    that nothing was left to train."""
+    docs = reporter.store.get_many(run.get("snapshots") or [])
+    own = [int(doc["step"]) for doc in docs if (doc.get("contents") or {}).get("trainingState")]
+    if own and max(own) >= nothing.start_step >= nothing.end_step:
+        reporter.event(reasons.run_nothing_left_to_train(nothing.start_step), level="warn")
+        return RunStatus.SUCCEEDED.value, None
+    detail = reasons.run_failed(nothing.sentence)
+    reporter.event(detail, level="error")
+    return RunStatus.FAILED.value, detail
 
 
 def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):

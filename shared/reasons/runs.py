@@ -117,3 +117,20 @@ def run_resumed(*, pool: str, gpus: int) -> str:
 RUN_CANCEL_REQUESTED = "cancel requested by the user"
 RUN_CANCELLED = CANCELLED_BY_USER
 RUN_PAUSE_REQUESTED = "pause requested by the user"
+
+
+# --- A run whose engine trained no step (issue 30: never SUCCEEDED in silence)
+
+def run_trained_no_step(*, start_step: int, end_step: int) -> str:
+    """Why a run's engine took no step (engines/base.py NothingToTrain): it starts at or past the
+    step its plan ends at (a trainingState branch by epochs, which the API could only estimate, or a
+    plan stored before the API refused such branches)."""
+    return (f"there is no step to train: it starts at step {start_step}, and its plan ends at step {end_step}. "
+            "maxSteps is the step a run ends at; a trainingState branch counts on from its snapshot's step")
+
+
+def run_nothing_left_to_train(step: int) -> str:
+    """Event of a resumed run whose own latest snapshot was already at its last step (its worker
+    was lost after writing it): nothing was left to train, and the run ends SUCCEEDED."""
+    return (f"nothing left to train: this run's own snapshot of step {step} is already at its last step "
+            "(its previous worker stopped after writing it); it ends SUCCEEDED with no new step")

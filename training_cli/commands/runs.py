@@ -87,6 +87,7 @@ def create(cli: CliContext, body_file: TextIO | None, sets: tuple[str, ...], fmt
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
     if fmt == "table":
+        say_steps(run)
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
 
 
@@ -252,7 +253,12 @@ def branch_plan(parent_plan: dict[str, Any], overrides: dict[str, Any]) -> dict[
 @pass_cli
 def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | None, sets: tuple[str, ...], fmt: str,
            **flags: Any) -> None:
-    """Start a run from a snapshot: the parent's plan with the overrides applied."""
+    """Start a run from a snapshot: the parent's plan with the overrides applied.
+
+    --max-steps is the step the run ends at, on its own step count. A weights branch counts from 0
+    (--max-steps 50 trains 50 steps); a trainingState branch continues the snapshot's step count
+    (from a snapshot of step 100, --max-steps 150 trains 50 steps, and 100 or less is refused).
+    The run's stepRange says how many steps it trains."""
     snapshot = cli.client.get(f"/v1/snapshots/{snapshot_id}")
     parent_plan: dict[str, Any] = {"model": snapshot.get("model"), "method": snapshot.get("method"),
                                    "precision": snapshot.get("precision")}
@@ -264,4 +270,14 @@ def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | Non
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
     if fmt == "table":
+        say_steps(run)
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
+
+
+def say_steps(run: dict[str, Any]) -> None:
+    """How many steps a new run trains, from which step to which (its stepRange), on stderr."""
+    steps = run.get("stepRange") or {}
+    if isinstance(steps.get("newSteps"), int):
+        click.echo(reasons.run_trains_steps(new_steps=steps["newSteps"], start_step=steps.get("startStep") or 0,
+                                            end_step=steps.get("endStep"), estimated=bool(steps.get("estimated"))),
+                   err=True)

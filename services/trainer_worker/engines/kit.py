@@ -38,6 +38,7 @@ from services.trainer_worker.engines.base import (
     RESTORE_TRAINING_STATE,
     STOP_CANCEL,
     STOP_PAUSE,
+    NothingToTrain,
     Reporter,
     SnapshotDiskFull,
     TrainingJob,
@@ -314,13 +315,17 @@ class ReporterCallback:
         self.losses: list[float] = []
         self.stopped_early = False
         self.paused = False
+        self.start_step = 0  # the Trainer's step as training began: a restored training state's
         self._last_time = 0.0
         self._last_tokens = 0
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last_time = time.monotonic()
         self._last_tokens = state.num_input_tokens_seen
+        self.start_step = state.global_step  # the Trainer loads a checkpoint's state before this call
         self.reporter.started(total_steps=state.max_steps)
+        if state.global_step >= state.max_steps:  # else the Trainer takes one step past its plan's end
+            raise NothingToTrain(start_step=state.global_step, end_step=state.max_steps)
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step >= state.max_steps:
@@ -435,4 +440,5 @@ def finish_training(job: TrainingJob, restored: RestorePlan | None, trainer,
         last_loss=losses[-1] if losses else None,
         stopped_early=callback.stopped_early,
         paused=callback.paused,
+        start_step=callback.start_step,
     )
