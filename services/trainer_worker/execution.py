@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from services.trainer_worker.engines.base import NothingToTrain, SnapshotDiskFull
+from services.trainer_worker.engine_errors import engine_failure
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
+from services.trainer_worker.process_log import ProcessLog
 from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
 from shared import logs, reasons
@@ -142,6 +144,8 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
                            earlier=earlier)
     reporter.trackers = Trackers(settings=worker.config.trackers, artifacts=worker.artifacts, run=run,
                                  earlier=earlier, warn=lambda m: reporter.event(m, level="warn"))
+    reporter.process_log = ProcessLog(worker.artifacts, run_id).attach()
+    reporter.process_log.write(reasons.process_log_started(holder=worker.holder, attempt=reporter.attempt))
     stopping.current().stops_itself(lambda: reporter.unsaved)  # it saves them at its next step boundary
     stopping.current().writes_first(reporter.flush_progress)  # given back by the watchdog: its last step shown
     reporter.event(reasons.work_taken(worker.holder, "run", devices, lease.fence))
@@ -149,6 +153,9 @@ def _train(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Le
         return _train_and_end(worker, run, claim, lease, log, devices, reporter)
     finally:
         reporter.trackers.close(None)  # stopped without an outcome (lease lost, store away); else a no-op
+        # a run across several devices: each rank's own output, where its traceback is
+        reporter.process_log.rank_outputs(_work_dir(worker, run) / "ranks")
+        reporter.process_log.detach()
 
 
 def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log,
@@ -197,7 +204,8 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 given = hand_back_stopped(worker, claim, lease, log, late=True)
             return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
-        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(WorkFailed.of(exc).sentence)
+        reporter.process_log.traceback(exc)
+        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(engine_failure(exc, run).sentence)
         reporter.event(detail, level="error")
 
     # Before the run reads as ended: whoever sees it SUCCEEDED finds its tracker files complete.
@@ -274,6 +282,10 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
     return None
 
 
+def _work_dir(worker: Worker, run: dict[str, Any]) -> Path:
+    return worker.artifacts.scratch(run_work_key(run["id"], int(run.get("attempts") or 0)))
+
+
 def use_granted_devices(worker: Worker, devices: list[str]) -> str:
     """Make this task's process use only its granted devices; returns "cuda" or "cpu".
 
@@ -308,7 +320,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         engine=run["engine"],
         model_dir=Path(model_dir),
         dataset_path=worker.artifacts.get_file(dataset_key(run["datasetDigest"])),
-        work_dir=worker.artifacts.scratch(run_work_key(run["id"], int(run.get("attempts") or 0))),
+        work_dir=_work_dir(worker, run),
         devices=devices,
         restore=restore_for(worker, run, reporter),
         judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,

@@ -61,6 +61,7 @@ class RunReporter:
         # (name, step) already in the run's series, from an earlier attempt: not logged again
         self.logged = SentSteps(store.metrics(self.run_id) if earlier is None else earlier)
         self.unsaved = False  # a step trained here since the last snapshot written here
+        self.process_log = None  # process_log.ProcessLog: events and points go to it too (issue 30)
 
     # --- fenced writes
     def update_run(self, change) -> dict[str, Any]:
@@ -83,6 +84,8 @@ class RunReporter:
 
     def metrics(self, point: dict[str, Any]) -> None:
         point = {**point, "attempt": self.attempt, "time": now_iso()}
+        if self.process_log is not None:
+            self.process_log.write(json.dumps(point))
         if self.logged.fresh(point):  # else a step trained again after a resume, already in the series
             self.store.add_metrics(self.run_id, point)
             if self.trackers is not None:
@@ -119,6 +122,8 @@ class RunReporter:
         self.update_run(progress)
 
     def event(self, message: str, level: str = "info") -> None:
+        if self.process_log is not None:
+            self.process_log.write(f"{level.upper()} {message}")
         self.store.add_event(self.run_id, message, level=level)
         getattr(self.log, "warning" if level == "warn" else level, self.log.info)(message)
 

@@ -134,3 +134,29 @@ def run_nothing_left_to_train(step: int) -> str:
     was lost after writing it): nothing was left to train, and the run ends SUCCEEDED."""
     return (f"nothing left to train: this run's own snapshot of step {step} is already at its last step "
             "(its previous worker stopped after writing it); it ends SUCCEEDED with no new step")
+
+
+# --- A run's process log (services/trainer_worker/process_log.py; GET /v1/runs/ID/process-log)
+
+def process_log_started(*, holder: str, attempt: int) -> str:
+    """The first line of one worker process's log of a run."""
+    return f"worker process {holder} takes the run (attempt {attempt})"
+
+
+def process_log_cut(cut_bytes: int, kept_bytes: int) -> str:
+    return f"[the first {cut_bytes} bytes of this process's log were cut: it keeps its last {kept_bytes} bytes]"
+
+
+def process_log_rank_output(rank: str, size: int, shown: int) -> str:
+    """Before a rank's own output, as a run across several devices ends."""
+    return (f"--- the output of {rank} ({size} bytes" + (f"; its last {shown} shown" if shown < size else "")
+            + ") ---")
+
+
+def process_logs_left_out(left_out: int, shown: int) -> str:
+    """The API's answer holds the logs of the last processes that trained the run."""
+    return f"[{left_out} earlier process log(s) of this run are left out: the last {shown} are shown]"
+
+
+def run_has_no_process_log(run_id: str) -> str:
+    return f"run {run_id} has no process log yet: it is written once a worker starts training it"

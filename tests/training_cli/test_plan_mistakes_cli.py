@@ -29,3 +29,20 @@ def test_a_run_named_by_its_datasets_name_says_the_steps_it_trains(real_training
     result = real_training("runs", "create", "--model", "builtin/tiny-qwen3", "--dataset", "sample",
                            "--max-steps", "7")
     assert "it trains 7 step(s): from step 0 to step 7" in result.output
+
+
+def test_runs_logs_process_prints_the_process_log(real_training, real_api):
+    from shared.artifacts import process_log_key
+
+    dataset = json.loads(real_training("datasets", "create", str(SAMPLE_DATASET), "-o", "json").output)
+    run = json.loads(real_training("runs", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset["id"],
+                                   "-o", "json").output)
+    missing = real_training("runs", "logs", run["id"], "--process", ok=False)
+    assert missing.exit_code == 1 and missing.output == (
+        f"error: run {run['id']} has no process log yet: it is written once a worker starts training it\n")
+    real_api["context"].artifacts.put_file(process_log_key(run["id"], "20261205T000000.000000Z"),
+                                           b"12:00:00.000 INFO training started: 8 steps\n")
+    assert real_training("runs", "logs", run["id"], "--process").output == (
+        "12:00:00.000 INFO training started: 8 steps\n")
+    followed = real_training("runs", "logs", run["id"], "--process", "-f", ok=False)
+    assert followed.exit_code == 2 and "--process prints the process log as it is now; it takes no -f" in followed.output

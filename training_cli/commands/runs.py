@@ -167,14 +167,24 @@ EVENT_STREAM: dict[str, Callable[[dict[str, Any]], None]] = {
 @group.command("logs")
 @click.argument("run_id", metavar="ID")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends or is paused.")
+@click.option("--process", is_flag=True,
+              help="Print the run's process log instead: what its libraries logged, its events and metric points, "
+                   "each rank's output and, when it failed, the traceback (the last 1 MiB of each worker process "
+                   "that trained it).")
 @output_option
 @pass_cli
-def logs(cli: CliContext, run_id: str, follow: bool, fmt: str) -> None:
+def logs(cli: CliContext, run_id: str, follow: bool, process: bool, fmt: str) -> None:
     """The run's events: TIME LEVEL MESSAGE.
 
     -o json / -o yaml print the events ({time, level, message}) as one list; with -f they print
     each event as it comes instead: -o json one JSON object a line (JSONL), -o yaml one YAML
-    document each (a `---` stream)."""
+    document each (a `---` stream). --process prints the run's process log as text (redirect it to
+    a file to keep it)."""
+    if process:
+        if follow:
+            raise click.UsageError(reasons.PROCESS_LOG_NOT_FOLLOWED)
+        click.echo(cli.client.text(f"/v1/runs/{run_id}/process-log"), nl=False)
+        return
     if not follow and fmt != "table":
         emit(cli.client.log_items(f"/v1/runs/{run_id}/events"), fmt, tables.events)
         return

@@ -27,6 +27,7 @@ Importing this loads no torch; the functions that need it import it when they ru
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -51,6 +52,7 @@ from services.trainer_worker.engines.base import (
 )
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
+from shared.errors import WorkFailed
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
 from shared.resolver import GIB, trainer_memory_gib
@@ -364,7 +366,11 @@ class ReporterCallback:
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:  # the end-of-training summary has train_loss instead
             return
-        self.reporter.metrics(self.step_point(state, logs))
+        point = self.step_point(state, logs)
+        self.reporter.metrics(point)
+        if not math.isfinite(point["loss"]):  # diverged: every step after it would train on NaN
+            raise WorkFailed(reasons.loss_not_finite(step=point["step"], loss=point["loss"],
+                                                     learning_rate=point["learningRate"]))
 
     def on_save(self, args, state, control, model=None, **kwargs):
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
