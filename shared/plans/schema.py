@@ -256,9 +256,11 @@ class PlanSchema(Schema):
     method = fields.String(load_default="sft", validate=validate.OneOf(METHODS),
                            metadata={"description": "sft or grpo"})
     model = fields.String(required=True, metadata={"description": "base-model id from the catalog"})
-    dataset = fields.String(required=True, metadata={"description": "dataset id"})
+    dataset = fields.String(required=True, metadata={
+        "description": "dataset: its id, or the name of one of your live datasets"})
     validationDataset = fields.String(load_default=None, allow_none=True,
-                                      metadata={"description": "dataset id scored for validation loss as the run trains"})
+                                      metadata={"description": "dataset (id or name) scored for validation loss "
+                                                               "as the run trains"})
     validation = fields.Nested(ValidationPolicySchema, load_default=lambda: ValidationPolicySchema().load({}))
     precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS),
                               metadata={"description": "the precision the model trains in (each base model lists "
