@@ -54,3 +54,16 @@ def test_a_weights_restore_counts_from_zero(parent, model_dir, tmp_path):
     result = run_sft(job, reporter)
     assert (result.start_step, result.final_step, result.trained_steps) == (0, 3, 3)
     assert [p["step"] for p in reporter.points] == [1, 2, 3]
+
+
+def test_across_two_slots_rank_0_says_there_is_no_step_to_train(two_slots, model_dir, tmp_path):
+    """engines/distributed.py: every rank finds it alike; rank 0 tells the worker, which raises the
+    same NothingToTrain as on one device (not `rank 0 of 2 failed`)."""
+    from services.trainer_worker.engines import train
+
+    _, parent, _ = two_slots
+    job = make_job(model_dir, tmp_path, maxSteps=6, every_steps=None, devices=2,
+                   restore=Restore("trainingState", parent.snapshot_at(6)))
+    with pytest.raises(NothingToTrain) as raised:
+        train(job, RecordingReporter())
+    assert (raised.value.start_step, raised.value.end_step) == (6, 6)
