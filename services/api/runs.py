@@ -48,7 +48,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "gpus": gpus,
         "datasetDigest": dataset["digest"],
         "validationDatasetDigest": validation["digest"] if validation else None,
-        "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
+        # a trainingState branch starts at its snapshot's step (stepRange), not at 0
+        "progress": {"step": accepted.step_range["startStep"], "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
         "scheduling": {"claim": None, "pool": pool, "node": None, "devices": [], "position": None},
         "snapshots": [],

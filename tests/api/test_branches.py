@@ -138,6 +138,7 @@ def test_every_run_says_the_steps_it_trains(client, admin, dataset, snapshot):
     state = branch(client, admin, dataset, snap, "trainingState", hyperparameters={"maxSteps": 150})
     assert state.status_code == 201
     assert state.json["stepRange"] == {"startStep": 100, "endStep": 150, "newSteps": 50, "estimated": False}
+    assert state.json["progress"]["step"] == 100 and weights.json["progress"]["step"] == 0  # where each starts
     by_epochs = client.post("/v1/runs", headers=admin, json={"model": "builtin/tiny-qwen3", "dataset": dataset,
                                                               "hyperparameters": {"epochs": 2, "batchSize": 1}}).json
     assert by_epochs["stepRange"] == {"startStep": 0, "endStep": 8, "newSteps": 8, "estimated": True}
