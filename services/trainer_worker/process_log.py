@@ -27,9 +27,9 @@ from shared.process_logs import MAX_BYTES_PER_PROCESS
 MAX_BYTES = MAX_BYTES_PER_PROCESS  # what one process's log keeps: its tail
 FLUSH_EVERY_S = 5.0
 RANK_TAIL_BYTES = 64 << 10  # what a rank's own output adds to it, from its end
-# root (TRL, PEFT, torch, datasets propagate to it), transformers (its own handler, no propagation),
-# and the Python warnings logging.captureWarnings sends to py.warnings
-LOGGERS = ("", "transformers", "py.warnings")
+# root (TRL, PEFT, torch, datasets, and the Python warnings logging.captureWarnings sends to
+# py.warnings, all propagate to it) and transformers (its own handler, no propagation)
+LOGGERS = ("", "transformers")
 
 
 def stamp(moment: datetime | None = None) -> str:
