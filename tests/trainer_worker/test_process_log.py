@@ -69,7 +69,7 @@ def test_a_failed_runs_process_log_holds_what_its_libraries_said_and_the_traceba
     text = process_log(worker.artifacts, run_id).decode()
     assert f"worker process {worker.holder} takes the run (attempt 0)" in text
     assert "WARNING transformers.trainer: a line transformers logged" in text
-    assert text.count("a warning a library gave") == 1  # once, though it reaches the root logger too
+    assert text.count("UserWarning: a warning a library gave") == 1  # once, though it reaches the root logger too
     assert '"step": 2, "loss": 1.25' in text
     assert "Traceback (most recent call last)" in text
     assert "ValueError: num_samples should be a positive integer value, but got num_samples=0" in text
