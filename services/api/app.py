@@ -31,7 +31,7 @@ from shared.errors import DiskFull, Internal, StoreUnavailable, TooLarge, Traine
 from shared.process import logs
 from shared.process.disk_full import disk_full
 
-OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
+OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs", "/"}  # "/": a redirect to the dashboard
 
 
 def create_app(config: DeploymentConfig | None = None) -> Flask:

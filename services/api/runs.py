@@ -23,7 +23,7 @@ from shared.store.ids import Kind, new_id
 def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
     """Parse the plan, fill in the caller's defaults (workload, pool), judge it (shared/plans/check.py,
     with what plan_facts.py looks up), then store the run and queue its claim."""
-    plan, name = read_plan(body)
+    plan, name, tags = read_plan(body)
     workload = require_workload(plan.workload or who.default_workload(DEFAULT_WORKLOADS["run"]))
     plan = replace(plan, workload=workload,
                    execution=replace(plan.execution, pool=plan.execution.pool or context.config.default_pool))
@@ -33,10 +33,13 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
 
     pool, gpus, engine = plan.execution.pool, plan.execution.gpus, accepted.engine.name
     dataset, validation, parent = facts.dataset(), facts.validation_dataset(), accepted.parent
+    # a dataset named by its name (issue 30) is stored by its id, as every plan names it
+    plan = replace(plan, dataset=dataset["id"], validation_dataset=validation["id"] if validation else None)
     run = context.store.create({
         "id": new_id(Kind.RUN),
         "kind": "run",
         "name": name,
+        "tags": tags,
         "workload": workload,
         **RUNS.created(),
         "detail": None,
@@ -46,7 +49,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "gpus": gpus,
         "datasetDigest": dataset["digest"],
         "validationDatasetDigest": validation["digest"] if validation else None,
-        "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
+        # a trainingState branch starts at its snapshot's step (stepRange), not at 0
+        "progress": {"step": accepted.step_range["startStep"], "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
         "scheduling": {"claim": None, "pool": pool, "node": None, "devices": [], "position": None},
         "snapshots": [],
@@ -55,13 +59,15 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "pauseRequested": False,
         "attempts": 0,
         "judgeWorkloads": accepted.judge_workloads,
+        "stepRange": accepted.step_range,
         "parent": ({"snapshot": parent["id"], "run": parent.get("run"), "restore": plan.restore_kind}
                    if parent else None),
         "startedAt": None,
         "finishedAt": None,
     })
     return queue_for_devices(context, run, kind="run", claim_id=claim_id,
-                             event=reasons.run_queued(pool=pool, gpus=gpus, engine=engine))
+                             event=reasons.run_queued(pool=pool, gpus=gpus, engine=engine,
+                                                      device_kind=_device_kind(context, pool)))
 
 
 def get_run(context: Context, run_id: str) -> dict[str, Any]:
@@ -128,4 +134,10 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
         give_back_places(context, workload=run["workload"], claim_ids=[claim_id])
         raise
     return queue_for_devices(context, run, kind="run", claim_id=claim_id,
-                             event=reasons.run_resumed(pool=run["pool"], gpus=run["gpus"]))
+                             event=reasons.run_resumed(pool=run["pool"], gpus=run["gpus"],
+                                                       device_kind=_device_kind(context, run["pool"])))
+
+
+def _device_kind(context: Context, pool: str) -> str:
+    found = context.config.pools.get(pool)
+    return found.device_kind if found is not None else "cuda"

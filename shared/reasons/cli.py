@@ -34,6 +34,15 @@ def set_flag_invalid(item: str) -> str:
     return f"--set takes PATH=VALUE, got {item!r}"
 
 
+def run_trains_steps(*, new_steps: int, start_step: int, end_step: int | None, estimated: bool) -> str:
+    """What `runs create` and `runs branch` say of a new run's stepRange (issue 30)."""
+    about = "about " if estimated else ""
+    return f"it trains {about}{new_steps} step(s): from step {start_step} to step {end_step}"
+
+
+PROCESS_LOG_NOT_FOLLOWED = "--process prints the process log as it is now; it takes no -f"
+
+
 def archive_unreadable(what: str, error: str) -> str:
     return f"the {what} archive could not be read: {error}"
 
@@ -78,3 +87,22 @@ def quickstart_model_missing(model: str, models: list[str]) -> str:
 
 def quickstart_run_without_snapshot(run_id: str) -> str:
     return f"run {run_id} succeeded but lists no snapshot"
+
+
+# --- `training ui` (training_cli/commands/ui.py) and `endpoints get` (training_cli/tables.py)
+
+def browser_not_opened(url: str) -> str:
+    return (f"no browser could be opened here; open {url} and sign in with the token "
+            "`training config view --show-token` prints (or run training ui --print-url)")
+
+
+def dashboard_opened(url: str) -> str:
+    return f"opened the dashboard at {url}, signed in with the CLI's token"
+
+
+def endpoint_openai_use(model: str) -> str:
+    """How to reach an endpoint with the official `openai` client (what `endpoints get` shows)."""
+    return f"model={model}, api_key=your trainer token (training config view --show-token)"
+
+
+ENDPOINT_PROCESS_ADDRESS = "the serving process on its node; it answers only the trainer (use the base URL above)"

@@ -51,7 +51,7 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
 
     messages = [e["message"] for e in stack.get(f"/v1/runs/{run['id']}/events").json()["items"]]
     assert messages[0].startswith("queued in pool default")
-    assert any(m.startswith("granted 1 GPU(s) on node local") for m in messages), messages
+    assert any(m.startswith("granted 1 CPU slot(s) on node local") for m in messages), messages
     assert "training started: 30 steps" in messages
 
     snaps = stack.get(f"/v1/snapshots?run={run['id']}").json()["items"]
@@ -76,6 +76,26 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
     assert {"adapter/adapter_config.json", "training_state/optimizer.pt"} <= set(final["files"])
     assert final["readable"] == {"weights": True, "trainingState": True} and final["damaged"] == {
         "weights": None, "trainingState": None}
+
+
+def test_a_length_that_leaves_no_row_fails_in_a_sentence_and_keeps_the_process_log(stack):
+    """Issue 30: `maxSeqLength: 8` ended with torch's `num_samples=0` and no log behind it."""
+    from tests.e2e.test_cli_flow import cli
+
+    dataset = upload_sample(stack)
+    run = stack.post("/v1/runs", json={"model": "builtin/tiny-qwen3", "dataset": dataset,
+                                       "hyperparameters": {"maxSteps": 2, "maxSeqLength": 8}}).json()
+    done = wait_terminal(stack, run["id"])
+    assert done["status"] == "FAILED"
+    assert done["detail"].startswith(
+        "training failed: no row is left to train on: none of the 256 row(s) has a token the loss is taken over "
+        "within maxSeqLength 8 (the shortest prompt fills "), done["detail"]
+    log = stack.get(f"/v1/runs/{run['id']}/process-log")
+    assert log.status_code == 200 and log.headers["Content-Type"].startswith("text/plain")
+    assert "takes the run (attempt 0)" in log.text and "Traceback (most recent call last)" in log.text
+    assert "no row is left to train on" in log.text and "INFO loaded builtin/tiny-qwen3" in log.text
+    printed = cli(stack, "runs", "logs", run["id"], "--process").stdout
+    assert "Traceback (most recent call last)" in printed
 
 
 def test_cancel_a_running_run(stack):

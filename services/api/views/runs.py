@@ -1,16 +1,18 @@
-"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, TensorBoard event files."""
+"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, the process log, TensorBoard event files."""
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from flask import Blueprint, send_file
+from flask import Blueprint, Response, send_file
 
 from services.api import runs as service
 from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
+from services.api.paging import (
+    both, id_prefix_filter, label_filter, log_page, page, page_args, visible_cursor, visible_filter,
+)
 from services.api.scheduling import with_waits
 from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
@@ -19,6 +21,7 @@ from shared.errors import NotFound
 from shared.lifecycle.states import RunStatus
 from shared.store.artifacts import tensorboard_key
 from shared.store.ids import Kind
+from shared.store.process_logs import process_log
 
 bp = Blueprint("runs", __name__)
 
@@ -31,7 +34,8 @@ def create_run():
 @bp.get("/v1/runs")
 def list_runs():
     limit, after = page_args(Kind.RUN)
-    items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit,
+    items, cursor = ctx().store.list("run", where=visible_filter(both(label_filter(), id_prefix_filter(Kind.RUN)), what="runs",
+                                                                    statuses=RunStatus), limit=limit,
                                      after=after, cursor_visible=visible_cursor())
     return serialise(page_schema(RunSchema), page(with_waits(ctx(), items, principal()), cursor))
 
@@ -68,6 +72,18 @@ def run_metrics(run_id: str):
     service.get_run(ctx(), run_id)
     points = log_page(lambda start: ctx().store.metrics(run_id, start=start))
     return serialise(log_page_schema(MetricPointSchema), points)
+
+
+@bp.get("/v1/runs/<run_id>/process-log")
+def run_process_log(run_id: str):
+    """The run's own process output (issue 30): its libraries' log lines, events, metric points and,
+    on failure, the traceback, of each worker process that trained it (shared/store/process_logs.py)."""
+    service.get_run(ctx(), run_id)  # another workload's run answers as an unknown one
+    text = process_log(ctx().artifacts, run_id)
+    if text is None:
+        raise NotFound(reasons.run_has_no_process_log(run_id), details={"id": run_id})
+    return Response(text, mimetype="text/plain", headers={
+        "Content-Disposition": f'inline; filename="{run_id}-process.log"'})
 
 
 @bp.get("/v1/runs/<run_id>/tensorboard")
