@@ -36,7 +36,7 @@ from services.trainer_worker.node_worker import take_devices
 from services.trainer_worker.reporter import RunReporter
 from shared.claims.queue import ClaimQueue
 from shared.lifecycle.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
-from shared.snapshots import manifest, write_manifest
+from shared.snapshots.manifest import manifest, write_manifest
 from shared.store.artifacts import endpoint_key, evaluation_rows_key, join, run_key
 from shared.store.times import now_iso
 from tests.api.conftest import CHAT_ROWS
