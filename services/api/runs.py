@@ -48,6 +48,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "validationDatasetDigest": validation["digest"] if validation else None,
         "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
+        "memory": {"estimateGiB": None, "peakGiB": None, "ranks": []},  # the worker's (reporter.py)
         "scheduling": {"claim": None, "pool": pool, "node": None, "devices": [], "position": None},
         "snapshots": [],
         "latestSnapshot": None,

@@ -90,3 +90,10 @@ def evaluation_scoring(*, rows: int, dataset: str, model: str, snapshot: str | N
     return (f"scoring {rows} row(s) of {dataset} with {model}"
             + (f" and the adapter of {snapshot}" if snapshot else "")
             + f" ({dtype} on {device}, greedy, at most {max_tokens} token(s))")
+
+
+def memory_peak_above_estimate(*, peak_gib: float, estimate_gib: float, rank: int, measured_as: str) -> str:
+    """A run's measured peak passed its estimate (services/trainer_worker/reporter.py): the estimate
+    is wrong on the unsafe side for this plan, and a larger one may not fit where it was admitted."""
+    return (f"peak memory {peak_gib:.2f} GiB (rank {rank}, {measured_as}) is above the estimate of "
+            f"{estimate_gib:.2f} GiB: the estimate is too low for this plan")

@@ -52,7 +52,8 @@ from services.trainer_worker.engines.sharding import fsdp_arguments, shards, wri
 from shared import reasons
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
-from shared.resolver import GIB, trainer_memory_gib
+from services.trainer_worker.engines import peak_memory
+from shared.resolver import CPU, CUDA, GIB, trainer_memory_gib, training_memory_gib
 
 # A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
 NEVER = 10**12
@@ -200,6 +201,7 @@ def model_facts(model) -> dict[str, Any]:
         "hiddenSize": int(config.hidden_size),
         "layers": int(config.num_hidden_layers),
         "vocabSize": int(config.vocab_size),
+        "intermediateSize": getattr(config, "intermediate_size", None),
     }
 
 
@@ -221,6 +223,23 @@ def activation_checkpointing(job: TrainingJob, model) -> tuple[bool, str | None]
     keep, needs = keeps_activations(job.plan, model_facts(model), gpu_gib)
     return not keep, reasons.activation_checkpointing_chosen(on=not keep, needs_gib=needs, gpu_gib=gpu_gib,
                                                              share=KEEP_ACTIVATIONS_SHARE)
+
+
+# --- The run's memory: estimated once the model is loaded, measured when training ends
+
+
+def report_memory_estimate(job: TrainingJob, reporter: Reporter, model, *, checkpointing: bool | None) -> float:
+    """Tell the run what this job is estimated to need per device (shared/resolver.py
+    `training_memory_gib`, from the loaded model's own shape), for how the engine trains it here:
+    `checkpointing` as chosen (None: as trainer_arguments defaults it, on CUDA always, never on CPU)."""
+    on_cpu = job.devices[0].startswith("cpu")
+    if checkpointing is None:
+        checkpointing = not on_cpu
+    estimate = training_memory_gib(job.plan, model=model_facts(model), sharded=shards(job.engine),
+                                   device=CPU if on_cpu else CUDA, activation_checkpointing=checkpointing)
+    reporter.memory(estimate_gib=estimate, activation_checkpointing=checkpointing,
+                    measured_as=peak_memory.measured_as(on_cpu))
+    return estimate
 
 
 # --- The HF TrainingArguments every engine derives
@@ -311,6 +330,7 @@ class ReporterCallback:
     def __init__(self, job: TrainingJob, reporter: Reporter):
         self.job = job
         self.reporter = reporter
+        self.rollout_server = None  # grpo: its rollout server (a process whose peak counts with this rank's)
         self.losses: list[float] = []
         self.stopped_early = False
         self.paused = False
@@ -355,6 +375,16 @@ class ReporterCallback:
         self._last_time, self._last_tokens = now, tokens
         self.losses.append(point["loss"])
         return point
+
+    def on_train_end(self, args, state, control, **kwargs):
+        """Every rank measures its peak (peak_memory.py); rank 0 reports them all."""
+        server = self.rollout_server.peak_bytes() if self.rollout_server is not None else None
+        entry = peak_memory.rank_peak(int(os.environ.get("RANK", "0")),
+                                      trainer_bytes=peak_memory.own_peak_bytes(self.job.devices[0].startswith("cpu")),
+                                      server_bytes=server)
+        ranks = peak_memory.gathered(entry)
+        if state.is_world_process_zero:
+            self.reporter.memory(ranks=ranks)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:  # the end-of-training summary has train_loss instead
