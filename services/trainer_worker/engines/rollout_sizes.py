@@ -30,7 +30,7 @@ def model_facts(model_dir: Path, *, parameters: int) -> dict[str, Any]:
     config = text_config(model_dir)
     return {"parameters": int(parameters), "hiddenSize": config.get("hidden_size"),
             "layers": config.get("num_hidden_layers"), "vocabSize": config.get("vocab_size"),
-            "maxPositions": config.get("max_position_embeddings")}
+            "intermediateSize": config.get("intermediate_size"), "maxPositions": config.get("max_position_embeddings")}
 
 
 def base_parameters(peft_model) -> int:
