@@ -121,7 +121,7 @@ def memory_text(memory: dict[str, Any] | None) -> str:
     if len(ranks) > 1:
         text += " (" + ", ".join(f"rank {r.get('rank')} {number(r.get('peakGiB'), 3)}" for r in ranks) + ")"
     if memory.get("measuredAs"):
-        text += f" [{memory['measuredAs']}]"
+        text += f", measured as {memory['measuredAs']}"
     return text
 
 
