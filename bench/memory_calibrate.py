@@ -61,6 +61,11 @@ def case_list(smollm2: bool) -> list[dict[str, Any]]:
              "batch": 8, "seq": 128},
             {"label": "SmolLM2-135M grpo 1 slot b8 s64", "model": "smollm2", "method": "grpo", "slots": 1,
              "batch": 8, "seq": 64},
+            # the same model cut to two layers: what a token costs apart from the layers (the logits)
+            {"label": "SmolLM2 cut to 2 layers sft 1 slot b8 s128", "model": "smollm2-2", "method": "sft",
+             "slots": 1, "batch": 8, "seq": 128},
+            {"label": "SmolLM2 cut to 2 layers sft 1 slot b4 s512", "model": "smollm2-2", "method": "sft",
+             "slots": 1, "batch": 4, "seq": 512},
         ]
     return cases
 
@@ -172,7 +177,20 @@ def model_dirs(tmp: Path, smollm2: str | None) -> dict[str, Path]:
     dirs = {name: ensure_builtin(name, artifacts) for name in ("tiny-qwen3", "small-qwen3")}
     if smollm2:
         dirs["smollm2"] = Path(smollm2)
+        dirs["smollm2-2"] = cut_to_layers(Path(smollm2), tmp / "smollm2-2-layers", layers=2)
     return dirs
+
+
+def cut_to_layers(model_dir: Path, out: Path, *, layers: int) -> Path:
+    """The model with only its first `layers` decoder layers (in a process of its own: its memory is
+    not the cases')."""
+    script = ("import sys, torch; from transformers import AutoModelForCausalLM, AutoTokenizer; "
+              "torch.set_num_threads(1); src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3]); "
+              "AutoModelForCausalLM.from_pretrained(src, num_hidden_layers=n, dtype=torch.float32).save_pretrained(out); "
+              "AutoTokenizer.from_pretrained(src).save_pretrained(out)")
+    subprocess.run([sys.executable, "-c", script, str(model_dir), str(out), str(layers)], check=True,
+                   capture_output=True)
+    return out
 
 
 def measure(case: dict[str, Any], tmp: Path, model_dir: Path) -> dict[str, Any]:
