@@ -195,13 +195,12 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #                    (the inputs of each LoRA-wrapped projection, the RMS norms' copies, q, k and
 #                    v with grouped heads repeated, the attention output, the gated MLP's gate,
 #                    up, activation and product), and with LoRA dropout the dropped copy and mask
-#                    of each wrapped projection's input. 22 is measured, not counted: SmolLM2-135M
-#                    (hidden 576, FFN 1536, 30 layers) on a CPU slot took 3.1-3.2 MiB a token at
-#                    128 and 512 tokens, 1.9 MiB of it for 28 layers more than the same model cut
-#                    to two (docs/sharding.md): 71.5 KB a layer, 20.4 hidden-sized and the 4 FFN-
-#                    sized tensors in fp32; 22 counted;
-#                    the attention keeps nothing seq x seq (a token cost hardly more at 512
-#                    tokens than at 128), as torch's fused attention kernels on CPU and CUDA do.
+#                    of each wrapped projection's input. 22 is fitted, not derived: SmolLM2-135M
+#                    (hidden 576, FFN 1536, 30 layers) on a CPU slot took 3.19 MiB a token, 2.0
+#                    MiB of it for 28 layers more than the same model cut to two
+#                    (docs/sharding.md): 75 KB a layer, 21.8 hidden-sized and the 4 FFN-sized
+#                    tensors in fp32; 22 counted. Nothing seq x seq is counted: torch's fused
+#                    attention keeps none, and 512-token rows fit as 128-token ones do.
 #                    How the engine trains on that device decides how many layers keep them:
 #                    without activation checkpointing (every CPU run; an sft run on CUDA whose
 #                    estimate without it fits, engines/kit.py) every layer; with it (grpo and
@@ -211,7 +210,7 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
 #                    completion's) x vocab x 4 bytes (fp32) x LOGITS_COPIES: the logits, their
 #                    log-softmax, their gradient, and the temporaries of the loss and of the
 #                    entropy and accuracy the trainers log: 5.6 measured on SmolLM2 cut to two
-#                    layers (1.19 MiB a token, two layers' activations 0.14 of it), 6 counted
+#                    layers (1.19 MiB a token, two layers' activations 0.15 of it), 6 counted
 #   runtime          on CUDA 0.5 GiB for the CUDA context, allocator slack and communication
 #                    buffers; on a CPU slot the process itself, measured as peak resident memory:
 #                    Python with torch, transformers, peft, trl and datasets imported, the Trainer,
