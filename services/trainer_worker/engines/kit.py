@@ -52,11 +52,11 @@ from services.trainer_worker.engines.base import (
     publish_checkpoint_as_snapshot,
     snapshot_write_failed,
 )
+from services.trainer_worker.engines import peak_memory
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
-from services.trainer_worker.engines import peak_memory
 from shared.resolver import CPU, CUDA, GIB, trainer_memory_gib, training_memory_gib
 
 # A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
