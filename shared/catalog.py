@@ -18,6 +18,7 @@ parameter count, chat template and generation config are the files' whenever the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from shared import reasons
@@ -100,11 +101,14 @@ class Catalog:
         return [self.describe(entry) for entry in self.entries()]
 
     def describe(self, entry: dict[str, Any]) -> dict[str, Any]:
+        from shared.load_spec import generation_defaults
+
         if entry.get("builtin"):
             from shared.tiny_models import builtin_facts
 
             facts = builtin_facts(entry["builtin"])
             source, facts_from = f"builtin:{entry['builtin']}", "spec"
+            generation, context = facts["generationConfig"], facts.get("maxContext")
         else:
             facts = {k: entry.get(k, default) for k, default in REAL_ENTRY_DEFAULTS.items()}
             from_files = self.file_facts(entry)
@@ -115,6 +119,7 @@ class Catalog:
                     if from_files.get(key) and key not in entry:
                         facts[key] = from_files[key]
             source = self._source(entry)
+            generation, context = self._real_generation(entry)
         described = {
             "id": entry["id"],
             "source": source,
@@ -122,7 +127,9 @@ class Catalog:
             "parameters": facts["parameters"],
             "precisions": list(facts["precisions"]),
             "gpuCounts": list(facts["gpuCounts"]),
-            "generationConfig": facts["generationConfig"],
+            "generationConfig": generation,  # the model's own (where readable here), the entry's over it
+            # what a request that names no sampling settings gets (shared/load_spec.generation_defaults)
+            "generationDefaults": generation_defaults(generation, context),
             "loraTargetModules": list(facts["loraTargetModules"]),
         }
         described.update({k: facts.get(k, entry.get(k)) for k in FILE_FACTS})
@@ -148,3 +155,18 @@ class Catalog:
             return read_model_facts(directory, model=entry["id"])
         except (ValidationFailed, ModelRefused, OSError):
             return None
+
+    def _real_generation(self, entry: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+        """A real entry's generation config and context as it loads: the model's own files where its
+        directory is readable here (a model directory may be local to the GPU nodes), with the
+        entry's generationConfig over them; else the entry's alone (context unknown)."""
+        from shared.load_spec import model_generation_config, model_max_context
+        from shared.models import model_dir_for
+
+        try:
+            directory = Path(model_dir_for(entry, self.artifacts))
+        except (ValidationFailed, OSError):
+            directory = None
+        if directory is not None and directory.is_dir():
+            return model_generation_config(directory, entry.get("generationConfig")), model_max_context(directory)
+        return dict(entry.get("generationConfig") or {}), None

@@ -38,8 +38,9 @@ class EvaluationCreateSchema(Schema):
                                                    "in a grpo plan); default: exact_match where rows carry "
                                                    "answers"})
     maxTokens = count(load_default=None, allow_none=True, minimum=1, maximum=4096, why="the longest completion "
-                      "an evaluation scores", description="most tokens of each greedy completion; default: the "
-                                                          "model's generation config")
+                      "an evaluation scores", description="most tokens of each greedy completion; default: what its "
+                      "rows need, the longest reference plus a margin (16 tokens, or a quarter of it if more); "
+                      "without references, the model's max_new_tokens or the deployment's limit (1024)")
 
 
 class ComparisonCreateSchema(Schema):
@@ -57,7 +58,8 @@ class ComparisonCreateSchema(Schema):
                              metadata={"description": "the quota group of its evaluations (default: evaluations)"})
     maxTokens = count(load_default=None, allow_none=True, minimum=1, maximum=4096,
                       why="the longest completion an evaluation scores",
-                      description="most tokens of each greedy completion")
+                      description="most tokens of each greedy completion; default: what the rows need, as "
+                                  "an evaluation's maxTokens")
 
 
 def _parse(schema: Schema, body: Any, what: str) -> dict[str, Any]:

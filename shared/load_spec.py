@@ -28,8 +28,13 @@ DEVICES = ("cpu", "cuda")
 ADAPTER_MODES = ("unmerged", "folded")
 # Keys of a generation_config.json that describe the file, not generation.
 _NOT_GENERATION = {"transformers_version"}
-# A model that does not say how long an answer may be answers at most this many tokens (OpenAI's default).
-DEFAULT_MAX_TOKENS = 16
+# How long an answer may run when neither the request (`max_tokens`) nor the model (`max_new_tokens`
+# of its generation config, or of its catalog entry's `generationConfig`, which a deployment sets per
+# model) says: the rest of the model's context, up to this many tokens. vLLM's own default is the rest
+# of the context alone; the cap bounds how long one request holds a built-in server, which answers
+# one request at a time, while leaving room for any ordinary chat answer (OpenAI's legacy default of
+# 16 tokens cut answers mid-sentence). docs/endpoints.md, "How long an answer may run".
+DEFAULT_MAX_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,52 @@ def sampling_defaults(generation_config: dict[str, Any]) -> dict[str, Any]:
         "top_k": int(generation_config.get("top_k") or 0),  # 0: no top-k filter
         "repetition_penalty": float(generation_config.get("repetition_penalty", 1.0)),
         "max_tokens": int(generation_config.get("max_new_tokens") or DEFAULT_MAX_TOKENS),
+    }
+
+
+def default_max_tokens(default: int, *, max_context: int | None, prompt_tokens: int) -> int:
+    """What a request that names no max_tokens may generate, as vLLM's `get_max_tokens` computes it:
+    the model's default (`sampling_defaults`), within the rest of the context after the prompt (at
+    least 1: a prompt that fills the context is then refused by the length check, naming it)."""
+    if not max_context:
+        return default
+    return max(1, min(default, max_context - prompt_tokens))
+
+
+def config_max_context(config: Any) -> int | None:
+    """The longest sequence a model reads (prompt and answer), from its config (an object or a
+    config.json dict): `max_position_embeddings`, or its text model's for an image-text model."""
+    def read(holder: Any, name: str) -> Any:
+        return holder.get(name) if isinstance(holder, dict) else getattr(holder, name, None)
+
+    for holder in (config, read(config, "text_config")):
+        value = read(holder, "max_position_embeddings") if holder is not None else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def model_max_context(model_dir: Path | str) -> int | None:
+    """`config_max_context` of the config.json in `model_dir`; None when it cannot be read there."""
+    try:
+        return config_max_context(json.loads((Path(model_dir) / "config.json").read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def generation_defaults(generation_config: dict[str, Any], max_context: int | None) -> dict[str, Any]:
+    """What a request that names no sampling settings gets from a model, as the catalog shows it
+    (`base-models get`): the sampling defaults in camelCase, where the max_tokens default comes from
+    (`model`: its max_new_tokens; `deployment`: DEFAULT_MAX_TOKENS) and the context it is cut to."""
+    defaults = sampling_defaults(generation_config)
+    return {
+        "temperature": defaults["temperature"],
+        "topP": defaults["top_p"],
+        "topK": defaults["top_k"],
+        "repetitionPenalty": defaults["repetition_penalty"],
+        "maxTokens": defaults["max_tokens"],
+        "maxTokensFrom": "model" if generation_config.get("max_new_tokens") else "deployment",
+        "maxContext": max_context,
     }
 
 

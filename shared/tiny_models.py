@@ -235,6 +235,7 @@ def builtin_facts(name: str) -> dict[str, Any]:
         "loraTargetModules": list(spec.lora_target_modules),
         "generationConfig": {"bos_token_id": PAD_ID, "eos_token_id": [EOS_ID, PAD_ID], "pad_token_id": PAD_ID,
                              **GENERATION_DEFAULTS},
+        "maxContext": spec.max_positions,
     }
 
 

@@ -154,6 +154,7 @@ def builtin_facts(name: str) -> dict[str, Any]:
         "loraTargetModules": list(spec.lora_target_modules),
         "generationConfig": {"bos_token_id": BOS_ID, "eos_token_id": [END_OF_TURN_ID, EOS_ID], "pad_token_id": PAD_ID,
                              **GENERATION_DEFAULTS},
+        "maxContext": spec.max_positions,
     }
 
 

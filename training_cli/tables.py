@@ -68,7 +68,8 @@ def base_model(model: dict[str, Any]) -> list[Any]:
             ("Shape", _shape(model)),
             ("Chat template", _template(model.get("chatTemplate"))),
             ("LoRA targets", model.get("loraTargetModules")),
-            ("Generation", model.get("generationConfig")),
+            ("Generation", reasons.generation_defaults_text(model["generationDefaults"])
+             if model.get("generationDefaults") else model.get("generationConfig")),
             *_provenance(model.get("imported")),
             # the runs listed below hold for a plan at these defaults (the memory estimate grows with them)
             ("Runs assume", {**(assume.get("adapter") or {}), **(assume.get("hyperparameters") or {})}),
@@ -450,7 +451,7 @@ def evaluation(e: dict[str, Any]) -> Any:
         ("Snapshot", e.get("snapshot")), ("Run", e.get("run")), ("Step", e.get("step")),
         ("Dataset", e.get("dataset")), ("Rows", _rows_text(e)), ("Judge", e.get("judge")),
         ("Comparison", e.get("comparison")), ("Pool", e.get("pool")), ("GPUs", e.get("gpus")),
-        ("Devices", _devices(scheduling)),
+        ("Devices", _devices(scheduling)), ("Max tokens", _max_tokens(e)),
     ]
     if e.get("status") == "QUEUED":
         if scheduling.get("position"):
@@ -466,6 +467,14 @@ def evaluation(e: dict[str, Any]) -> Any:
     pairs += [("Detail", e.get("detail")), ("Workload", e.get("workload")), ("Created", when(e.get("createdAt"))),
               ("Finished", when(e.get("finishedAt")))]
     return fields_table(pairs)
+
+
+def _max_tokens(e: dict[str, Any]) -> str:
+    """What each completion could run to: once it scores, the figure it used and why; before, what was asked."""
+    if e.get("maxTokensUsed") is not None:
+        return reasons.evaluation_max_tokens_text(e["maxTokensUsed"], e.get("maxTokensFrom"),
+                                                  e.get("longestReferenceTokens"))
+    return str(e["maxTokens"]) if e.get("maxTokens") else reasons.EVALUATION_MAX_TOKENS_PENDING
 
 
 def comparisons(page: Any) -> Any:

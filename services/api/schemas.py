@@ -229,6 +229,9 @@ class MetricPointSchema(Schema):
     rewardSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: scoring (reward functions and judges)"})
     updateSeconds = fields.Float(allow_none=True, metadata={"description": "grpo: log-probs, backward and optimizer step"})
     stepSeconds = fields.Float(allow_none=True)
+    equalRewardGroupShare = fields.Float(allow_none=True, metadata={
+        "description": "grpo: share of the step's groups whose completions all got the same reward (advantages "
+                       "0: they teach nothing); 1 means the step learned nothing, and a warn event says so"})
     attempt = fields.Integer(metadata={
         "description": "how often the run had been re-queued after a lost worker when the point was logged "
                        "(steps after its last snapshot train again, and are logged once)"})
@@ -263,6 +266,19 @@ class StartableAssumptionsSchema(Schema):
     hyperparameters = fields.Nested(AssumedHyperparametersSchema)
 
 
+class GenerationDefaultsSchema(Schema):
+    temperature = fields.Float(metadata={"description": "0: greedy (a model whose config does not sample)"})
+    topP = fields.Float()
+    topK = fields.Integer(metadata={"description": "0: no top-k filter"})
+    repetitionPenalty = fields.Float()
+    maxTokens = fields.Integer(metadata={"description": "the most tokens of an answer whose request names no "
+                                         "max_tokens, cut to the rest of the context after its prompt"})
+    maxTokensFrom = fields.String(metadata={"description": "model (its max_new_tokens) or deployment (the "
+                                            "deployment's limit: the model does not say)"})
+    maxContext = fields.Integer(allow_none=True, metadata={
+        "description": "the longest prompt and answer together; null where the API cannot read the model's config"})
+
+
 class BaseModelSchema(Schema):
     id = fields.String()
     source = fields.String(metadata={"description": "builtin:NAME, path:DIR, hub-cache or imported"})
@@ -270,7 +286,11 @@ class BaseModelSchema(Schema):
     parameters = fields.Integer(allow_none=True)
     precisions = fields.List(fields.String())
     gpuCounts = fields.List(fields.Integer())
-    generationConfig = fields.Dict(metadata={"description": "the model's generation defaults (generation_config.json)"})
+    generationConfig = fields.Dict(metadata={"description": "the model's generation config: its own "
+                                              "generation_config.json where the API can read it, the catalog entry's "
+                                              "generationConfig over it"})
+    generationDefaults = fields.Nested(GenerationDefaultsSchema, metadata={
+        "description": "what a request that names no sampling settings gets from this model"})
     loraTargetModules = fields.List(fields.String())
     architecture = fields.String(allow_none=True, metadata={"description": "config.json's architecture"})
     hiddenSize = fields.Integer(allow_none=True)
@@ -462,8 +482,17 @@ class EvaluationSchema(ResourceSchema):
     judge = fields.String(allow_none=True)
     rewards = fields.List(fields.Dict(), allow_none=True, metadata={
         "description": "the reward functions asked for, `{function, weight, ...parameters}` (null: the default)"})
-    maxTokens = fields.Integer(allow_none=True, metadata={"description": "most tokens of each greedy completion (null: "
-                                                                         "the model's generation config)"})
+    maxTokens = fields.Integer(allow_none=True, metadata={"description": "most tokens of each greedy completion, as "
+                                                                         "asked (null: what its rows need)"})
+    maxTokensUsed = fields.Integer(allow_none=True, metadata={
+        "description": "most tokens of each greedy completion it scored with (each also cut to the context left "
+                       "after its prompt); null until it starts scoring"})
+    maxTokensFrom = fields.String(allow_none=True, metadata={
+        "description": "request (its maxTokens), references (the longest reference plus a margin of 16 tokens or "
+                       "a quarter of it), model (its max_new_tokens: no row has a reference) or deployment (the "
+                       "deployment's limit, 1024: neither says)"})
+    longestReferenceTokens = fields.Integer(allow_none=True, metadata={
+        "description": "tokens of its longest reference, when they decided maxTokensUsed"})
     comparison = fields.String(allow_none=True, metadata={"description": "the comparison it belongs to"})
     progress = fields.Nested(EvaluationProgressSchema)
     metrics = fields.Nested(EvaluationMetricsSchema, allow_none=True)

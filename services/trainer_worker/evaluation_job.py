@@ -159,7 +159,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 def _score(worker, doc: dict[str, Any], devices: list[str], reporter: EvaluationReporter):
     """Returns (outcome, metrics, results, detail)."""
-    from services.trainer_worker.engines.evaluate import score
+    from services.trainer_worker.engines.evaluate import completion_budget, score
     from shared.load_spec import load_model, load_spec_for
     from shared.serving.generation import Generator
 
@@ -187,16 +187,19 @@ def _score(worker, doc: dict[str, Any], devices: list[str], reporter: Evaluation
     generator = Generator(model, tokenizer, spec)
     model_name = next(iter(spec.adapters), spec.served_model_name)
     rows = _read_rows(worker.artifacts.get_file(dataset_key(doc["datasetDigest"])))
-    max_tokens = int(doc.get("maxTokens") or generator.defaults["max_tokens"])
+    budget = completion_budget(generator, rows, doc.get("maxTokens"))
+    max_tokens = budget.max_tokens
 
     # A cancel sent while it was STARTING ends it here, read in the same write as the move.
     if reporter.move(lambda ev: None if ev.get("cancelRequested") else EvaluationStatus.RUNNING,
-                     progress={"rows": 0, "totalRows": len(rows)}) is None:
+                     progress={"rows": 0, "totalRows": len(rows)}, maxTokensUsed=max_tokens,
+                     maxTokensFrom=budget.source, longestReferenceTokens=budget.longest_reference) is None:
         return EvaluationStatus.CANCELLED, None, None, reasons.CANCELLED_BY_USER
     reporter.scoring = True
     reporter.event(reasons.evaluation_scoring(rows=len(rows), dataset=doc["dataset"], model=doc["model"],
                                               snapshot=doc.get("snapshot"), dtype=spec.dtype, device=spec.device,
-                                              max_tokens=max_tokens))
+                                              max_tokens=reasons.evaluation_max_tokens_text(
+                                                  max_tokens, budget.source, budget.longest_reference)))
     scores = score(generator, model_name, rows, max_tokens=max_tokens, rewards=doc.get("rewards"),
                    registered=getattr(worker.config, "reward_functions", None), judge=judge,
                    should_stop=reporter.should_stop, on_row=reporter.progress)

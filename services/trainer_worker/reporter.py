@@ -5,7 +5,8 @@ also goes to the deployment's trackers (trackers/: TensorBoard, MLflow, W&B) onc
 A run that resumes after a lost process trains the steps after its latest snapshot again; their
 points are not logged twice (each metric name at each step once, as trackers/scalars.py sends
 them), so the series holds every step once. Training resumes exactly, so the points kept are what
-the steps trained again report too."""
+the steps trained again report too. The run's first loss (`progress.firstLoss`, and the summary of
+its success event) is its first step's, whichever attempt trained it, never the resume point's."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ PROGRESS_EVERY_S = 0.25
 STOP_REQUEUE = "requeue"
 
 
+def first_loss(points: Iterable[dict[str, Any]]) -> float | None:
+    """The training loss at the lowest step of a run's series (validation points carry none)."""
+    losses = [(int(p.get("step") or 0), float(p["loss"])) for p in points if p.get("loss") is not None]
+    return min(losses)[1] if losses else None
+
+
 class CancelledWhileStarting(Exception):
     """The user cancelled the run while its engine loaded: it ends CANCELLED before its first step."""
 
@@ -55,14 +62,24 @@ class RunReporter(WorkReporter):
         self.last_step = int((run.get("progress") or {}).get("step") or 0)
         self._started_at: float | None = None
         self._first_step: int | None = None
+        earlier = list(store.metrics(self.run_id) if earlier is None else earlier)
+        # The run's first loss, over every attempt: what an earlier one recorded (its progress, or its
+        # series, whose progress write a lost worker may not have made), else this attempt's first.
         self._first_loss: float | None = (run.get("progress") or {}).get("firstLoss")
+        if self._first_loss is None:
+            self._first_loss = first_loss(earlier)
         self._last_progress_write = 0.0
         self._pending: dict[str, Any] | None = None
         self.stop: str | None = None  # None, "cancel" or "pause" (the user's), STOP_REQUEUE (its worker's)
         self.trackers = trackers  # trackers.Trackers, or None: the run's series only
         # (name, step) already in the run's series, from an earlier attempt: not logged again
-        self.logged = SentSteps(store.metrics(self.run_id) if earlier is None else earlier)
+        self.logged = SentSteps(earlier)
         self.unsaved = False  # a step trained here since the last snapshot written here
+
+    @property
+    def first_loss(self) -> float | None:
+        """The loss of the run's first step, whichever attempt trained it (None before any)."""
+        return self._first_loss
 
     # --- engines.base.Reporter
     def started(self, *, total_steps: int) -> None:

@@ -62,7 +62,9 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
             else:
                 outcome = RunStatus.SUCCEEDED.value
-                reporter.event(reasons.run_succeeded(result.final_step, result.first_loss, result.last_loss))
+                # the run's first loss, not this attempt's: a resumed run's summary covers the whole run
+                first = reporter.first_loss if reporter.first_loss is not None else result.first_loss
+                reporter.event(reasons.run_succeeded(result.final_step, first, result.last_loss))
     except LeaseLost as exc:
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"

@@ -133,7 +133,8 @@ class HyperparametersSchema(Schema):
     gradientAccumulation = count(load_default=1, minimum=1, maximum=1024, why="micro-batches a step can hold",
                                  description="micro-batches per optimizer step")
     warmupSteps = count(load_default=0, minimum=0, maximum=MAX_STEPS, why="as many as maxSteps may be",
-                        description="linear warm-up steps")
+                        description="linear warm-up steps: step k of W trains at k/(W+1) of learningRate (never "
+                                    "0), then transformers' linear decay to the last step")
     seed = count(load_default=42, minimum=0, maximum=MAX_SEED, why="torch, numpy and random take 32-bit seeds",
                  description="random seed")
     maxSeqLength = count(load_default=512, minimum=8, maximum=1_048_576, why="the longest context of any model",

@@ -243,3 +243,18 @@ def fold_shape_mismatch(module: str, weight: tuple, delta: tuple) -> str:
 
 
 FOLD_NO_MATRICES = "it holds no LoRA matrices"
+
+
+def generation_defaults_text(defaults: dict) -> str:
+    """The `Generation` row of `base-models get`: what a request that names no sampling settings gets
+    (`generationDefaults`, shared/load_spec.generation_defaults)."""
+    temperature = defaults.get("temperature") or 0
+    sampling = ("greedy" if not temperature else
+                f"temperature {temperature:g}, top_p {defaults.get('topP', 1.0):g}"
+                + (f", top_k {defaults['topK']}" if defaults.get("topK") else ""))
+    if defaults.get("repetitionPenalty", 1.0) != 1.0:
+        sampling += f", repetition penalty {defaults['repetitionPenalty']:g}"
+    source = "the model's max_new_tokens" if defaults.get("maxTokensFrom") == "model" else "the deployment's limit"
+    context = (f"the rest of its {defaults['maxContext']}-token context" if defaults.get("maxContext")
+               else "the rest of its context")
+    return f"{sampling}; answers up to {defaults.get('maxTokens')} token(s) ({source}), within {context}"

@@ -44,6 +44,17 @@ def grpo_started(*, model: str, prompts: int, devices: list[str], prompts_per_st
             f"rollouts from a serving process at {server} (ready in {ready_s:.1f}s)" + restore)
 
 
+def grpo_step_learned_nothing(*, step: int, share: float, groups: int, reward: float | None, last: bool) -> str:
+    """A grpo step whose every group gave all its completions the same reward (engines/grpo.py):
+    advantages 0, nothing learned. docs/grpo.md, "A step that learns nothing"."""
+    said = f"{groups} of {groups} group(s)" if groups else f"{share:.0%} of the groups"
+    same = f" (mean reward {reward:.4f})" if reward is not None else ""
+    return (f"step {step} learned nothing: in {said} every completion got the same reward{same}, so every "
+            "advantage is 0. Try more generations, a higher temperature, a harder dataset, or rewards "
+            "that tell completions apart"
+            + ("; later such steps are counted in the metric equalRewardGroupShare, not logged" if last else ""))
+
+
 # What sft's loss is taken over (engines/sft.py loss_phrase).
 LOSS_EVERY_TOKEN = "the loss over every token (trainOnPrompt)"
 LOSS_COMPLETIONS = "the loss over the completions"
@@ -86,7 +97,24 @@ def run_paused_by_user(step: int) -> str:
 
 
 def evaluation_scoring(*, rows: int, dataset: str, model: str, snapshot: str | None, dtype: str, device: str,
-                       max_tokens: int) -> str:
+                       max_tokens: str) -> str:
+    """`max_tokens`: `evaluation_max_tokens_text`."""
     return (f"scoring {rows} row(s) of {dataset} with {model}"
             + (f" and the adapter of {snapshot}" if snapshot else "")
-            + f" ({dtype} on {device}, greedy, at most {max_tokens} token(s))")
+            + f" ({dtype} on {device}, greedy, at most {max_tokens})")
+
+
+def evaluation_max_tokens_text(used: int, source: str | None, longest_reference: int | None) -> str:
+    """How long an evaluation let each completion run and why (`maxTokensUsed`, `maxTokensFrom`):
+    its scoring event and the `Max tokens` row of `evaluations get`."""
+    why = {
+        "request": "as asked",
+        "references": f"the longest reference, {longest_reference}, plus a margin of {used - (longest_reference or 0)}",
+        "model": "the model's max_new_tokens; no row has a reference",
+        "deployment": "the deployment's limit; no row has a reference and the model does not say",
+    }.get(source or "")
+    return f"{used} token(s)" + (f" ({why})" if why else "")
+
+
+# `evaluations get` before an evaluation that named no maxTokens has read its rows.
+EVALUATION_MAX_TOKENS_PENDING = "from its rows: the longest reference plus a margin (decided when it starts scoring)"

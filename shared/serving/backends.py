@@ -102,7 +102,11 @@ def vllm_max_lora_rank(adapters: dict[str, str]) -> int:
 
 def vllm_generation_overrides(spec: LoadSpec) -> dict[str, float | int]:
     """The spec's generation defaults in vLLM's terms. vLLM reads the model's generation_config.json
-    (`--generation-config auto`) but ignores `do_sample`: a greedy model must say temperature 0."""
+    (`--generation-config auto`) but ignores `do_sample`: a greedy model must say temperature 0.
+    `max_new_tokens` is always given (the model's, else the deployment's DEFAULT_MAX_TOKENS): vLLM
+    answers a request without max_tokens with the smaller of it and the rest of the context
+    (vllm/entrypoints/utils.py `get_max_tokens`), which is what the built-in server does too
+    (`Generator.fit_to_context`)."""
     defaults = sampling_defaults(spec.generation_config)
     overrides: dict[str, float | int] = {"temperature": defaults["temperature"],
                                          "max_new_tokens": defaults["max_tokens"]}

@@ -10,6 +10,7 @@ response can stream; a client that goes away cancels its generation at the next 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import queue
 import threading
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any
 from shared import reasons
 from shared.errors import NotFound, ValidationFailed
 from shared.images import image_parts
-from shared.load_spec import LoadSpec, sampling_defaults
+from shared.load_spec import LoadSpec, config_max_context, default_max_tokens, sampling_defaults
 from shared.models import load_processor
 from shared.prompts import model_extras, placeholder_token_ids, prompt_token_ids, reads_images
 from shared.serving.adapter_fold import FoldedAdapter
@@ -45,6 +46,9 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     n: int = 1  # completions of the prompt, sampled together (`Generator.generate_many`)
+    # False: the request named no max_tokens, so `max_tokens` is the model's default, which
+    # `Generator.fit_to_context` cuts to the rest of the context after the prompt (as vLLM does)
+    max_tokens_named: bool = True
 
     @classmethod
     def from_request(cls, body: dict[str, Any], defaults: dict[str, Any]) -> SamplingParams:
@@ -77,6 +81,7 @@ class SamplingParams:
             raise ValidationFailed(reasons.SERVING_SEED, details={"param": "seed"})
         if body.get("max_completion_tokens") is not None:  # the chat API's newer name for max_tokens
             body = {**body, "max_tokens": body["max_completion_tokens"]}
+        named = body.get("max_tokens") is not None
         top_p = number("top_p", float, 0.0, 1.0)
         if top_p == 0:
             raise ValidationFailed(reasons.SERVING_TOP_P_ZERO, details={"param": "top_p"})
@@ -89,6 +94,7 @@ class SamplingParams:
             stop=tuple(stop),
             seed=seed,
             n=n,
+            max_tokens_named=named,
         )
 
 
@@ -146,9 +152,9 @@ class Generator:
         else:
             self.held = AdapterSlots(spec.adapters)
         self.defaults = sampling_defaults(spec.generation_config)
-        self.max_context = getattr(model.config, "max_position_embeddings", None)
+        self.max_context = config_max_context(model.config)
         # Every generation here names max_new_tokens (the request's max_tokens, by default the model's
-        # max_new_tokens); a model's max_length (Llama 3 says 4096) changes nothing but makes
+        # max_new_tokens or the deployment's limit, within the context); a model's max_length (Llama 3 says 4096) changes nothing but makes
         # transformers warn on every generation that both are set.
         model.generation_config.max_length = None
         eos = model.generation_config.eos_token_id
@@ -242,6 +248,16 @@ class Generator:
         encoded = encode(self.processor, messages, generation_prompt=True, images=images)
         extras = {key: [value] for key, value in encoded.items() if key != "input_ids"}
         return encoded["input_ids"], {**extras, **pixel_inputs(self.processor, images)}
+
+    def fit_to_context(self, params: SamplingParams, prompts: list[list[int]]) -> SamplingParams:
+        """`params` with a max_tokens the request did not name cut to what the context leaves after
+        the longest prompt (shared/load_spec.default_max_tokens, vLLM's rule); a named one as it is,
+        for `check_length` to judge."""
+        if params.max_tokens_named:
+            return params
+        longest = max(map(len, prompts), default=0)
+        return dataclasses.replace(params, max_tokens=default_max_tokens(
+            params.max_tokens, max_context=self.max_context, prompt_tokens=longest))
 
     def check_length(self, prompt_ids: list[int], params: SamplingParams) -> None:
         asked = len(prompt_ids) + params.max_tokens

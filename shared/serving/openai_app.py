@@ -167,7 +167,7 @@ def _generation_routes(app: Flask, generator: Generator, log) -> None:
     def prepared(body: dict[str, Any], *prompts: list[int]):
         if not all(prompts):
             raise ValidationFailed(reasons.SERVING_PROMPT_EMPTY, details={"param": "prompt"})
-        params = SamplingParams.from_request(body, generator.defaults)
+        params = generator.fit_to_context(SamplingParams.from_request(body, generator.defaults), list(prompts))
         if len(prompts) * params.n > MAX_N:
             raise ValidationFailed(reasons.serving_too_many_completions(MAX_N, params.n, len(prompts)),
                                    details={"param": "prompt"})

@@ -37,6 +37,18 @@ def test_base_models_and_startable_runs(client, admin):
     assert client.get("/v1/base-models/none/such", headers=admin).status_code == 404
 
 
+def test_base_models_show_their_generation_defaults(client, admin, tmp_path):
+    """Issue 29 item 3: never an empty Generation row. The built-in model says its max_new_tokens;
+    a real one whose files the API cannot read answers up to the deployment's limit."""
+    tiny = client.get("/v1/base-models/builtin/tiny-qwen3", headers=admin).json
+    assert tiny["generationDefaults"] == {"temperature": 0.0, "topP": 1.0, "topK": 0, "repetitionPenalty": 1.0,
+                                          "maxTokens": 64, "maxTokensFrom": "model", "maxContext": 2048}
+    real = client.get("/v1/base-models/Qwen/Qwen3-8B", headers=admin).json
+    assert real["generationConfig"] == {}
+    assert (real["generationDefaults"]["maxTokens"], real["generationDefaults"]["maxTokensFrom"],
+            real["generationDefaults"]["maxContext"]) == (1024, "deployment", None)
+
+
 def test_a_model_too_large_for_a_pool_is_not_listed_for_it_and_is_refused_there(redis_url, key_prefix,
                                                                                   shared_artifacts, admin):
     """SPEC 2.1: the list and the resolver agree, memory fit included: Qwen3-8B in bf16 (~22 GiB per

@@ -10,6 +10,7 @@ import pytest
 import requests
 from safetensors.torch import load_file
 
+from shared import reasons
 from tests.e2e.stack import start_stack, stop_stack
 from tests.e2e.test_cli_flow import cli
 from tests.e2e.test_run_through_services import upload_sample, wait_terminal
@@ -81,6 +82,11 @@ def test_pause_then_resume_continues_exactly(stack, dataset, uninterrupted):
     done = wait_terminal(stack, run["id"])
     assert done["status"] == "SUCCEEDED", events(stack, run["id"])
     assert max_diff(adapter(stack, done["latestSnapshot"]), adapter(stack, uninterrupted["latestSnapshot"])) < 1e-6
+    # issue 29 item 4: its summary, progress and series cover the whole run, not the resumed part
+    points = [p for p in stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"] if p.get("loss") is not None]
+    assert [p["step"] for p in points] == list(range(1, 61))
+    assert done["progress"]["firstLoss"] == points[0]["loss"]
+    assert reasons.run_succeeded(60, points[0]["loss"], points[-1]["loss"]) in events(stack, run["id"])
 
 
 def test_training_state_branch_matches_the_uninterrupted_run(stack, dataset, uninterrupted):

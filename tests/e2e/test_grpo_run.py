@@ -68,6 +68,7 @@ def test_a_grpo_run_with_a_judge_trains_and_keeps_the_judge_alive(stack, tmp_pat
         assert set(point["rewards"]) == {"exact_match", key}
         assert 0.0 <= point["rewards"][key]["mean"] <= 1.0 and point["rewardSeconds"] > 0
         assert point["kl"] is not None
+        assert 0.0 <= point["equalRewardGroupShare"] <= 1.0  # through the API's metrics schema
     assert points[0]["kl"] == pytest.approx(0.0, abs=1e-7)
     assert all(p["handoffBytes"] > 0 for p in points[1:])
     events = [e["message"] for e in stack.get(f"/v1/runs/{run['id']}/events").json()["items"]]

@@ -10,7 +10,8 @@ import torch
 
 from shared.artifacts import ArtifactRoot
 from shared.errors import ValidationFailed
-from shared.load_spec import LoadSpec, load_model, load_spec_for, sampling_defaults
+from shared.load_spec import (DEFAULT_MAX_TOKENS, LoadSpec, config_max_context, default_max_tokens,
+                               generation_defaults, load_model, load_spec_for, model_max_context, sampling_defaults)
 from shared.tiny_models import ensure_builtin
 
 TINY = {"id": "builtin/tiny-qwen3", "builtin": "tiny-qwen3"}
@@ -83,7 +84,31 @@ def test_sampling_defaults_follow_the_generation_config():
     assert sampling_defaults({"do_sample": False, "temperature": 0.7, "max_new_tokens": 64}) == {
         "temperature": 0.0, "top_p": 1.0, "top_k": 0, "repetition_penalty": 1.0, "max_tokens": 64}
     sampled = sampling_defaults({"do_sample": True, "temperature": 0.6, "top_p": 0.95, "top_k": 20})
-    assert (sampled["temperature"], sampled["top_p"], sampled["top_k"], sampled["max_tokens"]) == (0.6, 0.95, 20, 16)
+    assert (sampled["temperature"], sampled["top_p"], sampled["top_k"], sampled["max_tokens"]) == (0.6, 0.95, 20, 1024)
+
+
+def test_a_model_that_does_not_say_answers_up_to_the_deployment_limit_within_its_context():
+    """Issue 29 item 3: not OpenAI's 16 tokens; vLLM's rule (the smaller of the default and the rest
+    of the context after the prompt), never below 1 (the length check then names the prompt)."""
+    assert DEFAULT_MAX_TOKENS == 1024 and sampling_defaults({})["max_tokens"] == 1024
+    assert default_max_tokens(1024, max_context=2048, prompt_tokens=16) == 1024
+    assert default_max_tokens(1024, max_context=2048, prompt_tokens=2000) == 48
+    assert default_max_tokens(64, max_context=2048, prompt_tokens=2040) == 8
+    assert default_max_tokens(1024, max_context=2048, prompt_tokens=2048) == 1
+    assert default_max_tokens(1024, max_context=None, prompt_tokens=5000) == 1024
+
+
+def test_generation_defaults_say_where_the_answer_length_comes_from(tmp_path):
+    assert generation_defaults({"do_sample": False}, 8192) == {
+        "temperature": 0.0, "topP": 1.0, "topK": 0, "repetitionPenalty": 1.0, "maxTokens": 1024,
+        "maxTokensFrom": "deployment", "maxContext": 8192}
+    said = generation_defaults({"do_sample": True, "temperature": 0.7, "max_new_tokens": 256}, None)
+    assert (said["temperature"], said["maxTokens"], said["maxTokensFrom"], said["maxContext"]) == (0.7, 256, "model", None)
+    assert config_max_context({"max_position_embeddings": 4096}) == 4096
+    assert config_max_context({"text_config": {"max_position_embeddings": 512}}) == 512  # an image-text model
+    assert config_max_context({}) is None
+    (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 32768}))
+    assert model_max_context(tmp_path) == 32768 and model_max_context(tmp_path / "absent") is None
 
 
 def test_load_model_follows_the_spec(spec, tmp_path):

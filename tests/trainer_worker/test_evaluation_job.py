@@ -195,6 +195,33 @@ def test_it_scores_and_writes_its_rows_in_process(worker, granted):
     assert doc["fence"] >= 1 and doc["scheduling"]["devices"] == ["cpu:0"]
 
 
+def test_without_max_tokens_it_runs_to_the_longest_reference_plus_a_margin_and_says_so(worker, granted):
+    """Issue 29 item 3: not the model's 16 (or 64) tokens, but what the rows need, stored on the
+    evaluation and said in its scoring event."""
+    from shared import reasons
+    from shared.models import load_tokenizer
+    from shared.load_spec import load_spec_for
+
+    long_answer = "the answer is " + "seven " * 30
+    rows = json.dumps({"prompt": "Say it:", "completion": long_answer}).encode() + b"\n"
+    rows += json.dumps({"prompt": "Add: 1 + 1", "completion": "2"}).encode() + b"\n"
+    worker.artifacts.put_file(dataset_key("a" * 64), rows)
+    evaluation_id, claim = granted(datasetDigest="a" * 64, maxTokens=None, progress={"rows": 0, "totalRows": 2})
+    assert execute(worker, "evaluation", evaluation_id, claim["id"]) == "SUCCEEDED"
+    doc = worker.store.get(evaluation_id)
+    spec = load_spec_for(entry=worker.catalog.raw("builtin/tiny-qwen3"), artifacts=worker.artifacts,
+                         served_model_name="x")
+    longest = len(load_tokenizer(spec.model_dir)(long_answer, add_special_tokens=False)["input_ids"])
+    used = longest + max(16, -(-longest // 4))
+    assert longest > 64 and (doc["maxTokensUsed"], doc["maxTokensFrom"], doc["longestReferenceTokens"]) == (
+        used, "references", longest)
+    said = reasons.evaluation_max_tokens_text(used, "references", longest)
+    assert any(said in e["message"] for e in worker.store.events(evaluation_id))
+    results = [json.loads(line) for line in worker.artifacts.path(doc["results"]["path"]).read_text().splitlines()]
+    assert all(r["completionTokens"] <= used for r in results)
+    assert any(r["completionTokens"] > 64 for r in results)  # past the model's own max_new_tokens
+
+
 def test_a_ready_judge_endpoint_is_asked_for_every_row(worker, granted, tmp_path):
     """A real built-in serving process of the tiny model is the judge; its address is what a READY
     endpoint document carries. Its (tiny-model) answers are parsed, or counted as unparsable with a

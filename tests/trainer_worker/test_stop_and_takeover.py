@@ -267,6 +267,29 @@ def test_a_resumed_run_logs_each_step_once(worker, granted, fake_engine):
     assert worker.store.get(run_id)["progress"]["step"] == 5
 
 
+def test_a_resumed_runs_summary_starts_at_its_first_step_not_at_the_resume_point(worker, granted, fake_engine):
+    """Issue 29 item 4: the attempt that resumes at step 3 first sees loss 0.8940, but the run's
+    summary says where the run started (step 1's 2.4760, from the series: the lost attempt never
+    wrote its progress), and its progress and series cover every step."""
+    run_id, claim = granted()
+    for step, loss in ((1, 2.476), (2, 1.5)):  # the attempt whose process died after step 2
+        worker.store.add_metrics(run_id, {"step": step, "loss": loss, "attempt": 0})
+
+    def resumed(worker, run, devices, reporter):
+        reporter.started(total_steps=4)
+        for step, loss in ((3, 0.894), (4, 0.0761)):
+            reporter.metrics({"step": step, "loss": loss})
+        return TrainingResult(final_step=4, first_loss=0.894, last_loss=0.0761, stopped_early=False)
+
+    fake_engine(resumed)
+    worker.store.update(run_id, lambda doc: {**doc, "attempts": 1})
+    assert leased_work.execute(worker, "run", run_id, claim["id"]) == RunStatus.SUCCEEDED
+    assert reasons.run_succeeded(4, 2.476, 0.0761) == "succeeded at step 4: loss 2.4760 -> 0.0761"
+    assert "succeeded at step 4: loss 2.4760 -> 0.0761" in events(worker, run_id)
+    assert worker.store.get(run_id)["progress"]["firstLoss"] == 2.476
+    assert [p["loss"] for p in worker.store.metrics(run_id)] == [2.476, 1.5, 0.894, 0.0761]
+
+
 # --- a cancel while STARTING
 
 def test_a_cancel_sent_while_the_engine_loads_ends_the_run_cancelled_before_its_first_step(

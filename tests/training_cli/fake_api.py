@@ -37,6 +37,8 @@ TOKEN = "test-token-1234"
 MODEL = {
     "id": "builtin/tiny-qwen3", "source": "builtin", "modality": "text", "parameters": 2_100_000,
     "precisions": ["fp32"], "gpuCounts": [1, 2], "loraTargetModules": ["q_proj", "v_proj"],
+    "generationConfig": {}, "generationDefaults": {"temperature": 0.0, "topP": 1.0, "topK": 0, "repetitionPenalty": 1.0,
+                                                   "maxTokens": 1024, "maxTokensFrom": "deployment", "maxContext": 8192},
 }
 STARTABLE = [
     {"method": "sft", "gpus": 1, "precision": "fp32", "klPenalty": False, "restore": "none", "engine": "sft-single",

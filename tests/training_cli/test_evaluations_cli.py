@@ -95,6 +95,28 @@ def test_a_finished_evaluation_shows_its_metrics_and_rows(training, dataset, api
     assert yaml.safe_load(training("evaluations", "rows", ev["id"], "-o", "yaml").output) == rows
 
 
+def test_evaluations_get_says_what_max_tokens_it_used(training, dataset, api, monkeypatch):
+    """Issue 29 item 3: before scoring, that its rows decide; after, the figure and why, from the
+    fields the worker writes (maxTokensUsed, maxTokensFrom, longestReferenceTokens) through the real API."""
+    from shared import reasons
+
+    monkeypatch.setenv("COLUMNS", "300")  # one line per row of the table
+    ev = json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset,
+                             "-o", "json").output)
+    assert ev["maxTokens"] is None and ev["maxTokensUsed"] is None
+    line = next(x for x in training("evaluations", "get", ev["id"]).output.splitlines()
+                if "Max tokens" in x)
+    assert reasons.EVALUATION_MAX_TOKENS_PENDING in line
+    api["context"].store.update(ev["id"], lambda d: {**d, "maxTokensUsed": 18, "maxTokensFrom": "references",
+                                                     "longestReferenceTokens": 2})
+    finish_as_worker(api["context"], ev["id"], {"loss": 1.0}, [{"row": 0, "completion": "a0"}])
+    doc = json.loads(training("evaluations", "get", ev["id"], "-o", "json").output)
+    assert (doc["maxTokensUsed"], doc["maxTokensFrom"], doc["longestReferenceTokens"]) == (18, "references", 2)
+    line = next(x for x in training("evaluations", "get", ev["id"]).output.splitlines()
+                if "Max tokens" in x)
+    assert "18 token(s) (the longest reference, 2, plus a margin of 16)" in line
+
+
 def test_rows_table_cuts_the_texts_to_one_short_line(training, dataset, api):
     ev = json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset,
                              "-o", "json").output)

@@ -6,6 +6,8 @@ import json
 
 import yaml
 
+from shared import reasons
+
 
 def _run(api, **plan):
     dataset = api.app.test_client().post(
@@ -48,6 +50,18 @@ def test_base_model_table_lists_startable_runs(training):
     assert "sft-single" in out and "sft-ddp" in out
     assert "default, big" in out and "0.6" in out
     assert "Runs assume" in out and "rank=8, targetModules=all-linear, batchSize=8" in out
+
+
+def test_base_model_table_shows_its_generation_defaults(training):
+    """Issue 29 item 3: the Generation row says what a request without sampling settings gets."""
+    result = training("base-models", "get", "builtin/tiny-qwen3", "-o", "json")
+    defaults = json.loads(result.output)["generationDefaults"]
+    expected = reasons.generation_defaults_text(defaults)
+    assert expected == ("greedy; answers up to 1024 token(s) (the deployment's limit), "
+                        "within the rest of its 8192-token context")
+    table = training("base-models", "get", "builtin/tiny-qwen3", env={"COLUMNS": "400"})
+    line = next(line for line in table.output.splitlines() if "Generation" in line)
+    assert expected in line
 
 
 def test_run_table_shows_every_field(training, api):

@@ -36,6 +36,14 @@ from shared.reward_process import RewardScorer
 from shared.datasets import row_prompt, row_reference
 
 EXACT_MATCH = "exact_match"
+# An evaluation that names no maxTokens lets each greedy completion run to what its rows need: the
+# longest reference plus a margin (MARGIN_TOKENS, or MARGIN_SHARE of the reference if more). Room to
+# see a completion that says a little more than its reference and where it stops; never so long that
+# a model that does not stop spends the evaluation on text no score reads. Rows without references
+# get the model's default, as an endpoint answers (shared/load_spec.sampling_defaults).
+MARGIN_TOKENS = 16
+MARGIN_SHARE = 0.25
+MOST_TOKENS = 4096  # what a request may ask for (shared/evaluation_schema.py)
 # exp() of more overflows a float; a loss that high reads as "no better than noise" anyway.
 MAX_LOG_PERPLEXITY = 700.0
 
@@ -68,6 +76,32 @@ def prepare(rows: list[dict[str, Any]]) -> list[Prepared]:
         prompt = row_prompt(row)
         prepared.append(Prepared(i, "" if prompt is None else prompt, row_reference(row), row))
     return prepared
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """The most tokens of each greedy completion an evaluation scores, and where the figure comes from."""
+
+    max_tokens: int
+    source: str  # "request" (its maxTokens), "references" (the longest plus a margin), "model" or "deployment"
+    longest_reference: int | None = None  # tokens of the longest reference, when it decided
+
+
+def completion_budget(generator, rows: list[dict[str, Any]], asked: int | None) -> TokenBudget:
+    """What each completion may run to: the request's maxTokens; else the longest reference's tokens
+    plus the margin; else (no row has a reference) the model's default answer length, from its
+    max_new_tokens or the deployment's limit. Each row is cut to what the context leaves after its
+    prompt all the same (`greedy_completion`)."""
+    if asked:
+        return TokenBudget(int(asked), "request")
+    lengths = [len(generator.tokenizer(item.reference, add_special_tokens=False)["input_ids"])
+               for item in prepare(rows) if item.reference is not None]
+    if lengths:
+        longest = max(lengths)
+        margin = max(MARGIN_TOKENS, math.ceil(longest * MARGIN_SHARE))
+        return TokenBudget(min(longest + margin, MOST_TOKENS), "references", longest)
+    said = generator.spec.generation_config.get("max_new_tokens")
+    return TokenBudget(int(generator.defaults["max_tokens"]), "model" if said else "deployment")
 
 
 def prompt_inputs(generator, prompt: Any) -> tuple[list[int], dict[str, Any]]:
@@ -131,9 +165,12 @@ def target_nll(generator, model_name: str, prompt: list[int], target: list[int],
 
 def greedy_completion(generator, model_name: str, prompt: list[int], max_tokens: int,
                       extras: dict[str, Any] | None = None) -> tuple[str, str, int]:
-    """(text, finish reason, completion tokens) of a temperature-0 generation, by the server's code."""
+    """(text, finish reason, completion tokens) of a temperature-0 generation, by the server's code,
+    at most `max_tokens` long and never past the model's context (shared/load_spec.default_max_tokens)."""
+    from shared.load_spec import default_max_tokens
     from shared.serving.generation import Outcome, SamplingParams
 
+    max_tokens = default_max_tokens(max_tokens, max_context=generator.max_context, prompt_tokens=len(prompt))
     params = SamplingParams.from_request({"max_tokens": max_tokens, "temperature": 0}, generator.defaults)
     outcome = Outcome(prompt_tokens=len(prompt))
     text = "".join(generator.generate(prompt, params, model_name, outcome, extras))

@@ -17,8 +17,9 @@ What is GRPO's own:
   keeps a frozen copy of it as adapter "ref". Each checkpoint records which of the two it was,
   with the "ref" weights, so a resumed run or a trainingState branch keeps the same reference.
 - **Metrics per step**: reward and its std, each reward function's mean and std, KL, completion
-  length, loss, learning rate, and the step's time split into generation, hand-off, scoring and
-  update, with the bytes handed over.
+  length, loss, learning rate, the share of groups whose completions all got the same reward
+  (`equalRewardGroupShare`; a warn event when it is every group: the step learned nothing), and
+  the step's time split into generation, hand-off, scoring and update, with the bytes handed over.
 
 `hyperparameters.batchSize` counts completions per optimizer step (`batchSize / numGenerations`
 prompts, each sampled `numGenerations` times), as TRL counts it.
@@ -47,6 +48,7 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
+from services.trainer_worker.engines.lr_schedule import warm_up_from_the_first_step
 from services.trainer_worker.engines.rollouts import POLICY_ADAPTER, HandOff, RolloutServer
 from shared import reasons
 from shared.datasets import CHAT, COMPLETION, read_rows, row_prompt, row_reference
@@ -65,6 +67,9 @@ REFERENCE_ADAPTER = "ref"  # TRL's name for the frozen copy of an inherited adap
 # prompt's group), reproducible from the plan's seed.
 _SEED_STRIDE = 100_003
 MAX_ROLLOUT_BATCH = MAX_N  # completions one request asks for (the built-in server's bound)
+# Warn events for steps that learn nothing (every group's rewards equal), per attempt; past them the
+# metric equalRewardGroupShare alone records such steps, so a stuck run does not flood its log.
+NOTHING_LEARNED_EVENTS = 10
 
 
 # What each format's prompt and answer are read from: gone from GRPO's view of the row.
@@ -141,12 +146,14 @@ class GrpoReporterCallback(ReporterCallback):
     """kit.ReporterCallback with GRPO's metric points and the KL reference kept in checkpoints."""
 
     def __init__(self, job: TrainingJob, reporter: Reporter, *, clock: StepClock, reward_keys: list[str],
-                 beta: float):
+                 beta: float, groups_per_step: int = 0):
         super().__init__(job, reporter)
         self.clock = clock
         self.reward_keys = reward_keys
         self.beta = beta
+        self.groups_per_step = groups_per_step  # prompts per optimizer step, each one group of completions
         self.rewards: list[float] = []
+        self.steps_learning_nothing = 0  # in this attempt: steps whose every group had equal rewards
 
     def on_step_begin(self, args, state, control, **kwargs):
         self.clock.reset()
@@ -178,10 +185,28 @@ class GrpoReporterCallback(ReporterCallback):
             # what is left of the step: reference and policy log-probs, backward, optimizer
             "updateSeconds": max(step_s - self.clock.generation_s - handoff_s - reward_s, 0.0),
             "stepSeconds": step_s,
+            # the share of the step's groups whose completions all got the same reward: their
+            # advantages are 0, so they teach nothing (TRL's frac_reward_zero_std)
+            "equalRewardGroupShare": number("frac_reward_zero_std"),
         })
         if point["reward"] is not None:
             self.rewards.append(point["reward"])
         self.reporter.metrics(point)
+        self.warn_if_nothing_learned(point)
+
+    def warn_if_nothing_learned(self, point: dict[str, Any]) -> None:
+        """A warn event for a step whose every group had equal rewards: its advantages are all 0, so
+        (without a KL penalty) its loss is 0 and the adapter does not move. Up to
+        NOTHING_LEARNED_EVENTS per attempt; the metric records every step."""
+        share = point.get("equalRewardGroupShare")
+        if share is None or share < 1.0 - 1e-6:
+            return
+        self.steps_learning_nothing += 1
+        if self.steps_learning_nothing > NOTHING_LEARNED_EVENTS:
+            return
+        self.reporter.event(reasons.grpo_step_learned_nothing(
+            step=int(point["step"]), share=share, groups=self.groups_per_step, reward=point.get("reward"),
+            last=self.steps_learning_nothing == NOTHING_LEARNED_EVENTS), level="warn")
 
     def on_save(self, args, state, control, model=None, **kwargs):
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -389,10 +414,11 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
                                             judge_address=job.judge_address, reporter=reporter, clock=clock.reward,
                                             scorer=scorer)
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
-                             reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
+                             reward_keys=[f.__name__ for f in reward_functions], beta=args.beta,
+                             groups_per_step=plan.hyperparameters.batch_size // args.num_generations)
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
-    trainer = guard_checkpoint_writes(without_printer(GRPOTrainer(
+    trainer = warm_up_from_the_first_step(guard_checkpoint_writes(without_printer(GRPOTrainer(
         model=model,
         reward_funcs=reward_functions,
         args=args,
@@ -401,7 +427,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
         rollout_func=rollout,
-    )), job)
+    )), job), restored)
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:

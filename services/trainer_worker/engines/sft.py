@@ -44,6 +44,7 @@ from services.trainer_worker.engines.kit import (
     trainer_arguments,
     without_printer,
 )
+from services.trainer_worker.engines.lr_schedule import warm_up_from_the_first_step
 from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, completion_row, trained_tokens
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
 from services.trainer_worker.engines.sharding import sharded_trainer, shards
@@ -205,7 +206,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     callback = bind_callback(SftReporterCallback, job, reporter,
                              validate_every=validate_every(plan) if job.validation_path else None)
     trainer_class = sharded_trainer(SFTTrainer) if shards(job.engine) else SFTTrainer
-    trainer = guard_checkpoint_writes(without_printer(trainer_class(
+    trainer = warm_up_from_the_first_step(guard_checkpoint_writes(without_printer(trainer_class(
         model=model,
         args=args,
         train_dataset=dataset,
@@ -214,7 +215,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         data_collator=collator,
         peft_config=lora_config(plan) if restored is None else None,
         callbacks=[callback],
-    )), job)
+    )), job), restored)
     if packing:
         use_packed_masks(trainer.model)
     reporter.event(reasons.sft_started(

@@ -113,8 +113,8 @@ WORDS = [
      "rollouts from a serving process at http://127.0.0.1:1 (ready in 1.0s), continuing the training state of "
      "step 3 (layout 2)"),
     (reasons.evaluation_scoring(rows=2, dataset="ds-x", model="m", snapshot="snap-1", dtype="fp32", device="cpu",
-                                max_tokens=8),
-     "scoring 2 row(s) of ds-x with m and the adapter of snap-1 (fp32 on cpu, greedy, at most 8 token(s))"),
+                                max_tokens=reasons.evaluation_max_tokens_text(8, "request", None)),
+     "scoring 2 row(s) of ds-x with m and the adapter of snap-1 (fp32 on cpu, greedy, at most 8 token(s) (as asked))"),
     # the CLI and the local stack
     (reasons.api_unreachable("http://x"), "cannot reach the trainer API at http://x (is the stack up? run: training up)"),
     (reasons.api_timed_out("http://x", 30.0), "the trainer API at http://x did not answer within 30s"),

@@ -55,7 +55,7 @@ def test_vllm_command(tmp_path):
     assert options == {
         "--host": "127.0.0.1", "--port": "9000", "--served-model-name": "ep-1", "--dtype": "bfloat16",
         "--tensor-parallel-size": "2", "--generation-config": "auto", "--seed": "0", "--max-lora-rank": "128",
-        "--override-generation-config": json.dumps({"max_new_tokens": 16, "temperature": 0.6, "top_k": 20, "top_p": 0.95},
+        "--override-generation-config": json.dumps({"max_new_tokens": 1024, "temperature": 0.6, "top_k": 20, "top_p": 0.95},
                                                    sort_keys=True),
         "--lora-modules": f"snap-1={adapter}",
     }

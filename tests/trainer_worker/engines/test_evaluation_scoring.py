@@ -11,7 +11,7 @@ from importlib import resources
 import pytest
 import requests
 
-from services.trainer_worker.engines.evaluate import score
+from services.trainer_worker.engines.evaluate import TokenBudget, completion_budget, greedy_completion, score
 from shared import rewards
 from shared.artifacts import ArtifactRoot
 from shared.load_spec import load_model, load_spec_for
@@ -46,6 +46,26 @@ def spec(artifacts, tmp_path_factory):
 def generator(spec):
     model, tokenizer = load_model(spec)
     return Generator(model, tokenizer, spec)
+
+
+def test_the_completion_budget_follows_the_request_the_references_or_the_model(generator):
+    """Issue 29 item 3: asked, it is the request's; else the longest reference plus a margin (16, or
+    a quarter of it); with no references, the model's default answer length."""
+    rows = [{"prompt": "a", "completion": "x"}, {"prompt": "b", "answer": "one two three"}]
+    assert completion_budget(generator, rows, 7) == TokenBudget(7, "request")
+    longest = max(len(generator.tokenizer(r, add_special_tokens=False)["input_ids"]) for r in ("x", "one two three"))
+    assert completion_budget(generator, rows, None) == TokenBudget(longest + 16, "references", longest)
+    essay = " ".join(["word"] * 200)
+    tokens = len(generator.tokenizer(essay, add_special_tokens=False)["input_ids"])
+    assert completion_budget(generator, [{"prompt": "p", "completion": essay}], None) == TokenBudget(
+        tokens + math.ceil(tokens / 4), "references", tokens)
+    assert completion_budget(generator, [{"prompt": "no reference"}], None) == TokenBudget(64, "model")
+
+
+def test_a_greedy_completion_never_runs_past_the_context(generator):
+    prompt = [5] * (generator.max_context - 3)
+    text, finish, tokens = greedy_completion(generator, "eval-test", prompt, 500)
+    assert (tokens, finish) == (3, "length")
 
 
 def test_metrics_add_up_from_the_rows(generator):

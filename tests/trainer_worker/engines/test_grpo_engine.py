@@ -19,7 +19,7 @@ from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_da
 
 POINT_KEYS = {"step", "loss", "learningRate", "gradNorm", "tokensPerSecond", "epoch", "reward", "rewardStd",
               "rewards", "kl", "completionLength", "generationSeconds", "handoffSeconds", "handoffBytes",
-              "rewardSeconds", "updateSeconds", "stepSeconds"}
+              "rewardSeconds", "updateSeconds", "stepSeconds", "equalRewardGroupShare"}
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,7 @@ def test_metric_points_split_each_step(trained):
         assert point["rewards"]["exact_match"]["mean"] == pytest.approx(point["reward"])
         assert point["kl"] is None  # klPenalty 0 keeps no reference
         assert point["completionLength"] == 1.0
+        assert 0.0 <= point["equalRewardGroupShare"] <= 1.0
         assert point["generationSeconds"] > 0 and point["updateSeconds"] > 0
         parts = point["generationSeconds"] + point["handoffSeconds"] + point["rewardSeconds"] + point["updateSeconds"]
         assert parts == pytest.approx(point["stepSeconds"], rel=1e-6)
@@ -66,6 +67,28 @@ def test_metric_points_split_each_step(trained):
     assert reporter.points[0]["handoffBytes"] == 0
     for point in reporter.points[1:]:
         assert point["handoffBytes"] == adapter_bytes and point["handoffSeconds"] > 0
+
+
+def test_a_step_whose_groups_all_have_equal_rewards_warns_that_it_learned_nothing(model_dir, toy, tmp_path,
+                                                                                  monkeypatch):
+    """Issue 29 item 4: a reward every completion earns alike (a regex anything matches) gives every
+    group reward std 0, advantages 0, loss 0: each step says so in a warn event (up to a cap per
+    attempt, here 2) and records the share of such groups in its metric point."""
+    from shared import reasons
+
+    monkeypatch.setattr(grpo, "NOTHING_LEARNED_EVENTS", 2)
+    reporter = RecordingReporter()
+    job = grpo_job(model_dir, tmp_path, toy, rewards=[{"function": "regex", "pattern": ".*", "weight": 1.0}],
+                   maxSteps=3)
+    result = run_grpo(job, reporter)
+    assert result.final_step == 3
+    assert [(p["equalRewardGroupShare"], p["reward"], p["loss"]) for p in reporter.points] == [(1.0, 1.0, 0.0)] * 3
+    warns = [message for level, message in reporter.events if level == "warn"]
+    assert warns == [reasons.grpo_step_learned_nothing(step=1, share=1.0, groups=2, reward=1.0, last=False),
+                     reasons.grpo_step_learned_nothing(step=2, share=1.0, groups=2, reward=1.0, last=True)]
+    assert warns[0] == ("step 1 learned nothing: in 2 of 2 group(s) every completion got the same reward (mean "
+                        "reward 1.0000), so every advantage is 0. Try more generations, a higher temperature, a "
+                        "harder dataset, or rewards that tell completions apart")
 
 
 def test_snapshots_and_the_rollout_server(trained, model_dir):

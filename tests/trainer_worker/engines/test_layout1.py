@@ -37,8 +37,15 @@ def snapshots(model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def uninterrupted(model_dir, tmp_path_factory):
+    """The parent as if it had never stopped: trained the way release 0.5 scheduled it (transformers'
+    warmup, step 1 at rate 0; engines/lr_schedule.py keeps that schedule for a layout-1 training state)."""
+    from services.trainer_worker.engines import sft
+
     reporter = RecordingReporter()
-    run_sft(layout1_job(model_dir, tmp_path_factory.mktemp("full")), reporter)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sft, "warm_up_from_the_first_step", lambda trainer, restored=None: trainer)
+        run_sft(layout1_job(model_dir, tmp_path_factory.mktemp("full")), reporter)
+    assert reporter.points[0]["learningRate"] == 0.0  # release 0.5's first warmup step
     return reporter
 
 

@@ -20,6 +20,7 @@ const GRPO_CHARTS = [
   ["reward", {}, (pts) => [seriesOf(pts, "total", (p) => p.reward), ...rewardKeys(pts).map(
     (key) => seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean))]],
   ["KL", {}, (pts) => [seriesOf(pts, "kl", (p) => p.kl)]],
+  ["groups with equal rewards", {}, (pts) => [seriesOf(pts, "share", (p) => p.equalRewardGroupShare)]],
   ["completion length", { unit: "tokens" }, (pts) => [seriesOf(pts, "completion length", (p) => p.completionLength)]],
   ["step time split", { unit: "s" }, (pts) => [
     seriesOf(pts, "generation", (p) => p.generationSeconds), seriesOf(pts, "hand-off", (p) => p.handoffSeconds),
