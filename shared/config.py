@@ -121,6 +121,12 @@ class Pool:
     def largest_node_gpus(self) -> int:
         return max((n.device_count for n in self.nodes), default=0)
 
+    @property
+    def device_kind(self) -> str:
+        """"cpu" when every node of the pool has CPU training slots, else "cuda" (what sentences
+        call the pool's devices: slots or GPUs)."""
+        return "cpu" if self.nodes and all(n.device_kind == "cpu" for n in self.nodes) else "cuda"
+
 
 @dataclass(frozen=True)
 class Token:

@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from shared import reasons
+from shared import labels, reasons
 from shared.errors import ValidationFailed
 from shared.plans import MAX_GPUS, WORKLOAD_PATTERN, FullMatch, _flatten, count
 
@@ -35,6 +35,7 @@ class EndpointCreateSchema(Schema):
                                    FullMatch(NAME_PATTERN, error=NAME_RULE)],
                          metadata={"description": "a name requests may use as `model` instead of the id, "
                                                   "and `training endpoints get|delete|logs` instead of the id"})
+    tags = labels.tags_field()
     gpus = count(load_default=1, minimum=1, maximum=MAX_GPUS, why="GPUs of one node",
                  description="GPUs (or CPU slots) of one node it serves on")
     pool = fields.String(load_default=None, allow_none=True)

@@ -54,6 +54,9 @@ class RunCurves:
         self.loss.add(points)
         self.reward.add(points)
 
+    def drawn(self) -> list[Curve]:
+        return [self.loss, self.reward]
+
     def text(self, width: int = WIDTH) -> str:
         shown = [f"{curve.name} {curve.line(width)}" for curve in (self.loss, self.reward) if curve.by_step]
         return "  ".join(shown)

@@ -16,7 +16,9 @@ from training_cli.commands import (
     runs,
     snapshots,
     stack,
+    ui,
 )
+from training_cli.commands.common import add_list_alias
 from training_cli.context import CliContext
 
 
@@ -40,6 +42,9 @@ cli.add_command(endpoints.group)
 cli.add_command(evaluations.group)
 cli.add_command(comparisons.group)
 cli.add_command(config.group)
+cli.add_command(ui.ui)
+for resource in (base_models, datasets, runs, snapshots, pools, endpoints, evaluations, comparisons):
+    add_list_alias(resource.group)
 cli.add_command(stack.up)
 cli.add_command(stack.down)
 cli.add_command(stack.status)

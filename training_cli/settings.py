@@ -37,11 +37,11 @@ class Settings:
     api_url: Setting
     token: Setting
 
-    def view(self) -> dict[str, Any]:
-        """What `config view` prints: values (token masked) and their sources."""
+    def view(self, *, show_token: bool = False) -> dict[str, Any]:
+        """What `config view` prints: values (the token masked unless `show_token`) and their sources."""
         return {
             "apiUrl": {"value": self.api_url.value, "source": self.api_url.source},
-            "token": {"value": mask(self.token.value), "source": self.token.source},
+            "token": {"value": self.token.value if show_token else mask(self.token.value), "source": self.token.source},
             "configFile": str(cli_config_path()),
         }
 

@@ -8,7 +8,30 @@ from rich.text import Text
 
 from shared import reasons
 from shared.plans import PlanShown
-from training_cli.output import duration, fields_table, items_of, list_table, number, text, when
+from training_cli.columns import Col
+from training_cli.output import age, duration, fields_table, items_of, list_table, number, text, when
+
+# Columns most lists share. A list's columns are given most needed first: at a narrow terminal the
+# last ones are left out first (training_cli/columns.py); `wide` ones only show with -o wide.
+ID = Col("ID", keep=True)
+NAME = Col("Name", keep=True, cut=True)
+AGE = Col("Age")
+CREATED = Col("Created", wide=True)
+WORKLOAD = Col("Workload", wide=True)
+TAGS = Col("Tags", wide=True, cut=True)
+
+
+def device_unit(kinds: Any) -> str:
+    """What a count of devices is called: `GPUs` on GPU nodes, `Slots` where every node has CPU
+    training slots (SPEC 1: CPU nodes), `GPUs/slots` where the nodes are of both kinds."""
+    kinds = {str(k) for k in kinds if k}
+    if kinds and kinds <= {"cpu"}:
+        return "Slots"
+    return "GPUs/slots" if "cpu" in kinds else "GPUs"
+
+
+def node_kinds(pools: Any) -> set[str]:
+    return {n.get("deviceKind") for p in pools or [] for n in p.get("nodes") or []}
 
 
 def info(data: dict[str, Any]) -> list[Any]:
@@ -27,8 +50,9 @@ def info(data: dict[str, Any]) -> list[Any]:
                 [pool.get("name"), node.get("name"), node.get("deviceKind"), node.get("gpus"), node.get("freeGpus"),
                  *_services(node)]
             )
-    return [head, list_table(["Pool", "Node", "Devices", "GPUs", "Free", "Worker", "Endpoint manager"], rows,
-                             title="Pools")]
+    unit = device_unit(node_kinds(data.get("pools")))
+    return [head, list_table(["Pool", "Node", "Devices", unit, "Free", "Worker", Col("Endpoint manager", cut=True)],
+                             rows, title="Pools")]
 
 
 def _services(node: dict[str, Any]) -> list[str]:
@@ -43,18 +67,23 @@ def base_models(page: Any) -> Any:
     rows = [
         [
             m.get("id"),
-            m.get("source") or m.get("builtin") or m.get("path"),
-            m.get("modality"),
             _params(m.get("parameters") or m.get("parameterCount")),
+            m.get("modality"),
             m.get("precisions"),
             m.get("gpuCounts") or m.get("gpus"),
+            m.get("source") or m.get("builtin") or m.get("path"),
         ]
         for m in items_of(page)
     ]
-    return list_table(["ID", "Source", "Modality", "Parameters", "Precisions", "GPU counts"], rows)
+    return list_table([ID, Col("Parameters"), Col("Modality"), Col("Precisions"), Col("GPU counts"),
+                       Col("Source", cut=True)], rows)
 
 
-def base_model(model: dict[str, Any]) -> list[Any]:
+def base_model(model: dict[str, Any], device_kinds: Any = ()) -> list[Any]:
+    """One model and the runs it can start; `device_kinds`: the deployment's nodes' (GET /v1/info),
+    which say whether a run's count is of GPUs or of CPU slots."""
+    unit = device_unit(device_kinds)
+    per = {"Slots": "slot", "GPUs": "GPU"}.get(unit, "device")
     assume = model.get("startableRunsAssume") or {}
     head = fields_table(
         [
@@ -63,7 +92,7 @@ def base_model(model: dict[str, Any]) -> list[Any]:
             ("Modality", model.get("modality")),
             ("Parameters", _params(model.get("parameters") or model.get("parameterCount"))),
             ("Precisions", model.get("precisions")),
-            ("GPU counts", model.get("gpuCounts") or model.get("gpus")),
+            (f"{unit[:-1] if unit.endswith('s') else unit} counts", model.get("gpuCounts") or model.get("gpus")),
             ("Architecture", model.get("architecture")),
             ("Shape", _shape(model)),
             ("Chat template", _template(model.get("chatTemplate"))),
@@ -77,10 +106,11 @@ def base_model(model: dict[str, Any]) -> list[Any]:
     )
     rows = [
         [r.get("method"), r.get("gpus"), r.get("precision"), _kl(r.get("klPenalty")), r.get("restore") or "none",
-         r.get("engine"), r.get("pools"), r.get("memoryGiB")]
+         r.get("engine"), r.get("memoryGiB"), r.get("pools")]
         for r in model.get("startableRuns") or []
     ]
-    runs = list_table(["Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"], rows,
+    runs = list_table([Col("Method", keep=True), Col(unit, keep=True), "Precision", "KL penalty", "Restore",
+                       Col("Engine", cut=True), f"GiB/{per}", Col("Pools", cut=True)], rows,
                       title="Runs that can be started")
     return [head, runs]
 
@@ -120,17 +150,18 @@ def _provenance(imported: dict[str, Any] | None) -> list[tuple[str, Any]]:
 
 def datasets(page: Any) -> Any:
     rows = [
-        [d.get("id"), d.get("name"), d.get("format"), d.get("rows"), _bytes(d.get("bytes")), d.get("workload"),
-         when(d.get("createdAt"))]
+        [d.get("id"), d.get("name"), d.get("format"), d.get("rows"), _bytes(d.get("bytes")), age(d.get("createdAt")),
+         d.get("tags"), d.get("workload"), when(d.get("createdAt"))]
         for d in items_of(page)
     ]
-    return list_table(["ID", "Name", "Format", "Rows", "Size", "Workload", "Created"], rows)
+    return list_table([ID, NAME, "Format", "Rows", "Size", AGE, TAGS, WORKLOAD, CREATED], rows)
 
 
 def dataset(d: dict[str, Any]) -> Any:
     return fields_table(
         [
-            ("ID", d.get("id")), ("Name", d.get("name")), ("Format", d.get("format")), ("Rows", d.get("rows")),
+            ("ID", d.get("id")), ("Name", d.get("name")), ("Tags", d.get("tags")), ("Format", d.get("format")),
+            ("Rows", d.get("rows")),
             ("Size", _bytes(d.get("bytes"))), ("Digest", d.get("digest")), ("Workload", d.get("workload")),
             ("Created", when(d.get("createdAt"))),
         ]
@@ -139,14 +170,15 @@ def dataset(d: dict[str, Any]) -> Any:
 
 def runs(page: Any) -> Any:
     rows = [
-        [r.get("id"), r.get("status"), PlanShown.of(r.get("plan")).method, PlanShown.of(r.get("plan")).model,
-         r.get("engine"), progress_text(r), number((r.get("progress") or {}).get("loss")), r.get("pool"),
-         r.get("gpus"), r.get("workload"), when(r.get("createdAt"))]
+        [r.get("id"), r.get("name"), r.get("status"), progress_text(r), number((r.get("progress") or {}).get("loss")),
+         age(r.get("createdAt")), PlanShown.of(r.get("plan")).method, PlanShown.of(r.get("plan")).model, r.get("gpus"),
+         number((r.get("progress") or {}).get("reward")), r.get("engine"), r.get("pool"), r.get("tags"),
+         r.get("workload"), when(r.get("createdAt"))]
         for r in items_of(page)
     ]
     return list_table(
-        ["ID", "Status", "Method", "Model", "Engine", "Progress", "Loss", "Pool", "GPUs", "Workload", "Created"], rows
-    )
+        [ID, NAME, "Status", "Progress", "Loss", AGE, "Method", Col("Model", cut=True), "GPUs", Col("Reward", wide=True),
+         Col("Engine", wide=True), Col("Pool", wide=True), TAGS, WORKLOAD, CREATED], rows)
 
 
 def run(r: dict[str, Any]) -> Any:
@@ -155,6 +187,8 @@ def run(r: dict[str, Any]) -> Any:
     scheduling = r.get("scheduling") or {}
     pairs = [
         ("ID", r.get("id")),
+        ("Name", r.get("name")),
+        ("Tags", r.get("tags")),
         ("Status", r.get("status")),
         ("Method", plan.method),
         ("Engine", r.get("engine")),
@@ -190,11 +224,12 @@ def run(r: dict[str, Any]) -> Any:
 
 def snapshots(page: Any) -> Any:
     rows = [
-        [s.get("id"), s.get("run"), s.get("step"), s.get("layout"), s.get("gpus"), s.get("engine"),
-         _contents(s.get("contents")), s.get("final"), when(s.get("createdAt"))]
+        [s.get("id"), s.get("run"), s.get("step"), s.get("final"), _contents(s.get("contents")), age(s.get("createdAt")),
+         s.get("gpus"), s.get("layout"), s.get("engine"), s.get("workload"), when(s.get("createdAt"))]
         for s in items_of(page)
     ]
-    return list_table(["ID", "Run", "Step", "Layout", "GPUs", "Engine", "Contents", "Final", "Created"], rows)
+    return list_table([ID, "Run", "Step", "Final", "Contents", AGE, "GPUs", "Layout", Col("Engine", cut=True),
+                       WORKLOAD, CREATED], rows)
 
 
 def snapshot(s: dict[str, Any]) -> Any:
@@ -265,6 +300,8 @@ METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("attempt", "Attempt", text),  # 0 until a lost worker's run is queued again: shown once it is not
 )
 METRICS_NOT_SHOWN = {"time"}
+# Shown with -o wide only: a grpo step's timings and sizes, which no terminal holds beside the rest.
+METRICS_WIDE = {"Reward std", "Length", "Gen s", "Handoff s", "Handoff", "Reward s", "Update s", "Step s", "Attempt"}
 
 
 def metrics(points: list[dict[str, Any]]) -> Any:
@@ -284,7 +321,8 @@ def metrics(points: list[dict[str, Any]]) -> Any:
     for key in dict.fromkeys(k for point in points for k in point):
         if key in present and key not in known and key not in METRICS_NOT_SHOWN:
             columns.append((key, lambda p, key=key: text(p.get(key))))
-    return list_table([header for header, _ in columns], [[cell(point) for _, cell in columns] for point in points])
+    headers = [Col(header, keep=header == "Step", wide=header in METRICS_WIDE) for header, _ in columns]
+    return list_table(headers, [[cell(point) for _, cell in columns] for point in points])
 
 
 def _reward_mean(point: dict[str, Any], name: str) -> Any:
@@ -364,27 +402,30 @@ def pools(page: Any) -> Any:
          p.get("waiting"), _quotas(p.get("quotas"))]
         for p in items_of(page)
     ]
-    return list_table(["Pool", "Nodes", "GPUs", "Free", "Held", "Waiting", "Quotas (held/quota)"], rows)
+    unit = device_unit(node_kinds(items_of(page)))
+    return list_table(["Pool", "Nodes", unit, "Free", "Held", "Waiting", Col("Quotas (held/quota)", cut=True)], rows)
 
 
 def pool(p: dict[str, Any]) -> list[Any]:
-    head = fields_table([("Pool", p.get("name")), ("GPUs", p.get("gpus")), ("Free", p.get("freeGpus")),
+    unit = device_unit(node_kinds([p]))
+    head = fields_table([("Pool", p.get("name")), (unit, p.get("gpus")), ("Free", p.get("freeGpus")),
                          ("Held", p.get("heldGpus")), ("Waiting", p.get("waiting")),
                          ("Quotas (held/quota)", _quotas(p.get("quotas")))])
     nodes = list_table(
-        ["Node", "Devices", "GPUs", "Free", "Free devices", "Worker", "Endpoint manager"],
-        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), n.get("freeDevices"), *_services(n)]
+        ["Node", "Devices", unit, "Free", "Worker", Col("Endpoint manager"), Col("Free devices", cut=True)],
+        [[n.get("name"), n.get("deviceKind"), n.get("gpus"), n.get("freeGpus"), *_services(n), n.get("freeDevices")]
          for n in p.get("nodes") or []], title="Nodes")
     holders = list_table(
-        ["Kind", "ID", "GPUs", "Node", "Devices", "Workload", "Model", "Idle"],
-        [[h.get("kind"), h.get("id") or "(hidden)", h.get("gpus"), h.get("node"), h.get("devices"),
-          h.get("workload") or "-", h.get("model") or "-",
-          reasons.idle_text(h["idleSeconds"]) if h.get("idleSeconds") is not None else "-"]
+        [Col("Kind", keep=True), ID, unit, "Node", "Idle", Col("Model", cut=True), "Workload",
+         Col("Devices", cut=True)],
+        [[h.get("kind"), h.get("id") or "(hidden)", h.get("gpus"), h.get("node"),
+          reasons.idle_text(h["idleSeconds"]) if h.get("idleSeconds") is not None else "-",
+          h.get("model") or "-", h.get("workload") or "-", h.get("devices")]
          for h in p.get("holders") or []], title="Held by")
     queue = list_table(
-        ["#", "Kind", "ID", "GPUs", "Workload", "Reason"],
-        [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("workload") or "-",
-          q.get("reason")] for q in p.get("queue") or []], title="Queue")
+        ["#", Col("Kind", keep=True), ID, unit, Col("Reason", cut=True), "Workload"],
+        [[q.get("position"), q.get("kind"), q.get("id") or "(hidden)", q.get("gpus"), q.get("reason"),
+          q.get("workload") or "-"] for q in p.get("queue") or []], title="Queue")
     return [head, nodes, holders, queue]
 
 
@@ -394,19 +435,28 @@ def _quotas(quotas: list[dict[str, Any]] | None) -> str:
 
 def endpoints(page: Any) -> Any:
     rows = [
-        [e.get("id"), e.get("name"), e.get("phase"), e.get("model"), e.get("snapshot"), e.get("gpus"),
-         e.get("address"), when(e.get("stopsAt")), e.get("workload"), when(e.get("createdAt"))]
+        [e.get("id"), e.get("name"), e.get("phase"), age(e.get("createdAt")), e.get("model"), e.get("snapshot"),
+         e.get("gpus"), when(e.get("stopsAt")), e.get("tags"), e.get("workload"), when(e.get("createdAt"))]
         for e in items_of(page)
     ]
-    return list_table(["ID", "Name", "Phase", "Model", "Snapshot", "GPUs", "Address", "Stops at", "Workload",
-                       "Created"], rows)
+    return list_table([ID, NAME, "Phase", AGE, Col("Model", cut=True), "Snapshot", "GPUs", Col("Stops at", wide=True),
+                       TAGS, WORKLOAD, CREATED], rows)
 
 
-def endpoint(e: dict[str, Any]) -> Any:
+def endpoint(e: dict[str, Any], api_url: str | None = None) -> Any:
+    """One endpoint. `api_url`: the API's address as the CLI reaches it; requests go through it
+    (`API/v1`, OpenAI's base URL), not to the serving process's own address."""
     scheduling = e.get("scheduling") or {}
     pairs = [
-        ("ID", e.get("id")), ("Name", e.get("name")), ("Phase", e.get("phase")), ("Model", e.get("model")),
-        ("Snapshot", e.get("snapshot")), ("Address", e.get("address")),
+        ("ID", e.get("id")), ("Name", e.get("name")), ("Tags", e.get("tags")), ("Phase", e.get("phase")),
+        ("Model", e.get("model")), ("Snapshot", e.get("snapshot")),
+    ]
+    if api_url:
+        pairs += [("OpenAI base URL", api_url.rstrip("/") + "/v1"),
+                  ("Use it as", reasons.endpoint_openai_use(e.get("name") or e.get("id") or "-"))]
+    if e.get("address"):
+        pairs.append(("Process address", f"{e['address']} ({reasons.ENDPOINT_PROCESS_ADDRESS})"))
+    pairs += [
         ("Pool", e.get("pool")), ("GPUs", e.get("gpus")), ("Devices", _devices(scheduling)),
         ("Idle timeout", f"{e['idleTimeout']}s" if e.get("idleTimeout") else "never"),
         ("Start timeout", f"{e.get('startTimeout')}s"),
@@ -434,13 +484,13 @@ def _rows_text(e: dict[str, Any]) -> str:
 
 def evaluations(page: Any) -> Any:
     rows = [
-        [e.get("id"), e.get("status"), e.get("model"), e.get("snapshot"), e.get("dataset"), _rows_text(e),
-         _metric(e.get("metrics"), "loss"), _metric(e.get("metrics"), "exactMatch"), e.get("pool"), e.get("gpus"),
-         e.get("workload"), when(e.get("createdAt"))]
+        [e.get("id"), e.get("status"), _rows_text(e), _metric(e.get("metrics"), "loss"),
+         _metric(e.get("metrics"), "exactMatch"), age(e.get("createdAt")), e.get("snapshot"), e.get("dataset"),
+         e.get("model"), e.get("gpus"), e.get("pool"), e.get("workload"), when(e.get("createdAt"))]
         for e in items_of(page)
     ]
-    return list_table(["ID", "Status", "Model", "Snapshot", "Dataset", "Rows", "Loss", "Exact match", "Pool", "GPUs",
-                       "Workload", "Created"], rows)
+    return list_table([ID, "Status", "Rows", "Loss", "Exact match", AGE, "Snapshot", "Dataset", Col("Model", cut=True),
+                       "GPUs", Col("Pool", wide=True), WORKLOAD, CREATED], rows)
 
 
 def evaluation(e: dict[str, Any]) -> Any:
@@ -478,9 +528,9 @@ def _max_tokens(e: dict[str, Any]) -> str:
 
 
 def comparisons(page: Any) -> Any:
-    rows = [[c.get("id"), c.get("status"), c.get("model"), c.get("dataset"), len(c.get("rows") or []),
-             c.get("workload"), when(c.get("createdAt"))] for c in items_of(page)]
-    return list_table(["ID", "Status", "Model", "Dataset", "Snapshots", "Workload", "Created"], rows)
+    rows = [[c.get("id"), c.get("status"), len(c.get("rows") or []), c.get("dataset"), age(c.get("createdAt")),
+             c.get("model"), c.get("workload"), when(c.get("createdAt"))] for c in items_of(page)]
+    return list_table([ID, "Status", "Snapshots", "Dataset", AGE, Col("Model", cut=True), WORKLOAD, CREATED], rows)
 
 
 def comparison(c: dict[str, Any]) -> list[Any]:
@@ -495,9 +545,11 @@ def comparison(c: dict[str, Any]) -> list[Any]:
     for row in rows:
         values = row.get("metrics") or {}
         best = set(row.get("best") or [])
-        cells.append([row.get("snapshot"), row.get("run"), row.get("step"), row.get("restore"), row.get("status")]
-                     + [number(values.get(m)) + (" *" if m in best else "") for m in metrics])
-    table = list_table(["Snapshot", "Run", "Step", "Restore", "Status", *metrics], cells)
+        cells.append([row.get("snapshot"), row.get("step")]
+                     + [number(values.get(m)) + (" *" if m in best else "") for m in metrics]
+                     + [row.get("status"), row.get("restore"), row.get("run")])
+    # the metrics before the rest, so a narrow terminal keeps what a comparison is read for
+    table = list_table([Col("Snapshot", keep=True), "Step", *metrics, "Status", "Restore", "Run"], cells)
     return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
                               "rewards and judge)")] if metrics else [head, table]
 
@@ -510,16 +562,21 @@ ROW_TEXT_CHARS = 40
 def evaluation_rows(items: list[dict[str, Any]]) -> Any:
     present = {key for row in items for key, value in row.items() if value is not None and value != {}}
     columns: list[tuple[str, Any]] = [("Row", lambda r: r.get("row"))]
+    scores: list[tuple[str, Any]] = []
     for key, title in (("prompt", "Prompt"), ("completion", "Completion"), ("reference", "Reference")):
         if key in present:
             columns.append((title, lambda r, key=key: _one_line(r.get(key))))
     for key, title in (("loss", "Loss"), ("exactMatch", "Exact match"), ("judge", "Judge")):
         if key in present:
-            columns.append((title, lambda r, key=key: number(r.get(key))))
+            scores.append((title, lambda r, key=key: number(r.get(key))))
     names = dict.fromkeys(name for row in items for name in (row.get("rewards") or {}))
-    columns += [(f"Reward {name}", lambda r, name=name: number((r.get("rewards") or {}).get(name)))
-                for name in names]
-    return list_table([title for title, _ in columns], [[cell(row) for _, cell in columns] for row in items])
+    scores += [(f"Reward {name}", lambda r, name=name: number((r.get("rewards") or {}).get(name)))
+               for name in names]
+    # the scores before the texts, so a narrow terminal cuts texts (whole with -o json) and keeps scores
+    columns = columns[:1] + scores + columns[1:]
+    headers = [Col(title, keep=title == "Row", cut=title in ("Prompt", "Completion", "Reference"))
+               for title, _ in columns]
+    return list_table(headers, [[cell(row) for _, cell in columns] for row in items])
 
 
 def _one_line(value: Any) -> str:

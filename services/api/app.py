@@ -30,7 +30,7 @@ from shared.config import DeploymentConfig, load_config
 from shared.disk_full import disk_full
 from shared.errors import DiskFull, Internal, StoreUnavailable, TooLarge, TrainerError
 
-OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs"}
+OPEN_PATHS = {"/v1/health", "/v1/openapi.json", "/docs", "/"}  # "/": a redirect to the dashboard
 
 
 def create_app(config: DeploymentConfig | None = None) -> Flask:

@@ -19,7 +19,7 @@ from shared.times import now_iso
 
 
 def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
-                   images: dict[str, ImageFile] | None = None) -> dict[str, Any]:
+                   images: dict[str, ImageFile] | None = None, tags: list[str] | None = None) -> dict[str, Any]:
     """Validate and store the rows; `images`: the files uploaded beside them, written into the rows
     that name them (services/api/dataset_files.py) before anything is validated or stored."""
     found: list[dict[str, Any]] = []
@@ -44,6 +44,7 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
         "id": new_id(Kind.DATASET),
         "kind": "dataset",
         "name": name,
+        "tags": tags or [],
         "workload": workload,
         "digest": digest,
         "bytes": len(data),

@@ -49,7 +49,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
     (claim_id,) = reserve_places(context, workload=workload)  # 429 past the workload's cap, nothing stored
     endpoint_id = new_id(Kind.ENDPOINT)
     fields = {
-        "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "workload": workload,
+        "id": endpoint_id, "kind": "endpoint", "name": spec["name"], "tags": spec["tags"], "workload": workload,
         "model": spec["model"], "snapshot": spec["snapshot"], "gpus": spec["gpus"], "pool": pool_name,
         "idleTimeout": spec["idleTimeout"], "startTimeout": spec["startTimeout"],
         **endpoint_lifecycle.created(),
@@ -65,7 +65,7 @@ def create_endpoint(context: Context, *, body: Any, who: Principal) -> dict[str,
         give_back_places(context, workload=workload, claim_ids=[claim_id])
         raise
     return queue_for_devices(context, doc, kind="endpoint", claims=claims, model=spec["model"], claim_id=claim_id,
-                             event=f"queued in pool {pool_name} for {spec['gpus']} GPU(s)")
+                             event=reasons.claim_queued(pool=pool_name, gpus=spec["gpus"], device_kind=pool.device_kind))
 
 
 def _naming(field: str, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -92,7 +92,8 @@ def store_evaluation(context: Context, checked: dict[str, Any], *, claim_id: str
     `claim_id` (a place reserve_places gave)."""
     doc = context.store.create({**checked["doc"], "comparison": comparison})
     return queue_for_devices(context, doc, kind="evaluation", claims=checked["claims"], model=doc["model"],
-                             claim_id=claim_id, event=f"queued in pool {doc['pool']} for {doc['gpus']} GPU(s)")
+                             claim_id=claim_id, event=reasons.claim_queued(
+                                 pool=doc["pool"], gpus=doc["gpus"], device_kind=context.config.pools[doc["pool"]].device_kind))
 
 
 def create_evaluation(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:

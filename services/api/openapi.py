@@ -14,6 +14,7 @@ from services.api.paging import MAX_LOG_INDEX
 from services.api.views.snapshots import PATH_MAX_BYTES
 from shared.endpoint_schema import EndpointCreateSchema
 from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
+from shared.labels import NAME_MAX, TAG_PATTERN
 from shared.names import FILE_NAME_MAX, cursor_pattern, id_pattern
 from shared.plans import WORKLOAD_PATTERN, PlanSchema
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
@@ -42,6 +43,23 @@ def list_parameters(what: str, states=None, *more: dict) -> list[dict]:
         query("workload", {"type": "string", "pattern": WORKLOAD_PATTERN}, f"only {what} of this workload"),
     ]
     return common + ([status_filter(what, states)] if states is not None else []) + list(more)
+
+
+def id_prefix(prefix: str, what: str) -> dict:
+    return query("idPrefix", {"type": "string", "pattern": f"^{prefix}-[A-Za-z0-9_-]{{1,64}}$"},
+                 f"only {what} whose id starts with this (a short id as the CLI shows it; `{prefix}-` and at "
+                 "least one more character)")
+
+
+def label_parameters(what: str) -> list[dict]:
+    """?name= and ?tag= of the lists whose resources have names and tags (shared/labels.py)."""
+    return [
+        query("name", {"type": "string", "minLength": 1, "maxLength": NAME_MAX},
+              f"only {what} whose name holds this text (any case)"),
+        query("tag", {"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}},
+              f"only {what} carrying this tag; repeat it (?tag=a&tag=b) for {what} carrying every one",
+              style="form", explode=True),
+    ]
 
 
 LOG_AFTER = [query("after", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_INDEX, "default": 0},
@@ -103,7 +121,8 @@ ROUTES = {
         "post": ("upload a JSONL dataset (multipart field `file`, optional `name`, `workload`, and `images`: "
                  "image files the rows name by file name as an image part's url)", "multipart",
                  schemas.DatasetSchema, 201),
-        "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200, list_parameters("datasets")),
+        "get": ("list datasets", None, schemas.page_schema(schemas.DatasetSchema), 200, list_parameters(
+            "datasets", None, *label_parameters("datasets"), id_prefix("ds", "datasets"))),
     },
     "/v1/datasets/{datasetId}": {
         "get": ("one dataset (404 once deleted)", None, schemas.DatasetSchema, 200),
@@ -112,7 +131,8 @@ ROUTES = {
     },
     "/v1/runs": {
         "post": ("create a run from a plan; 422 when no engine trains it", PlanSchema, schemas.RunSchema, 201),
-        "get": ("list runs", None, schemas.page_schema(schemas.RunSchema), 200, list_parameters("runs", RunStatus)),
+        "get": ("list runs", None, schemas.page_schema(schemas.RunSchema), 200, list_parameters(
+            "runs", RunStatus, *label_parameters("runs"), id_prefix("run", "runs"))),
     },
     "/v1/runs/{runId}": {
         "get": ("one run", None, schemas.RunSchema, 200),
@@ -131,7 +151,8 @@ ROUTES = {
     "/v1/endpoints": {
         "post": ("start an endpoint (it queues for GPUs)", EndpointCreateSchema, schemas.EndpointSchema, 201),
         "get": ("list endpoints", None, schemas.page_schema(schemas.EndpointSchema), 200, list_parameters(
-            "endpoints", EndpointPhase, {**status_filter("endpoints", EndpointPhase), "name": "phase"})),
+            "endpoints", EndpointPhase, {**status_filter("endpoints", EndpointPhase), "name": "phase"},
+            *label_parameters("endpoints"), id_prefix("ep", "endpoints"))),
     },
     "/v1/endpoints/{endpointId}": {
         "get": ("one endpoint; stopsAt while READY, what it waits on while QUEUED", None, schemas.EndpointSchema, 200),
@@ -151,7 +172,8 @@ ROUTES = {
                                      None, schemas.PoolSchema, 200)},
     "/v1/snapshots": {"get": ("list snapshots", None, schemas.page_schema(schemas.SnapshotSchema), 200,
                               list_parameters("snapshots", None, query(
-                                  "run", {"type": "string", "pattern": id_pattern("run")}, "only those the run wrote")))},
+                                  "run", {"type": "string", "pattern": id_pattern("run")}, "only those the run wrote"),
+                                  id_prefix("snap", "snapshots")))},
     "/v1/snapshots/import": {"post": ("register a snapshot directory written elsewhere: the body a .tar(.gz) of it "
                                       "(application/x-tar or application/gzip, ?name, ?workload; or multipart "
                                       "`file`), or JSON {path} on the API's machine; records which parts this "
@@ -171,7 +193,8 @@ ROUTES = {
         "get": ("list evaluations", None, schemas.page_schema(schemas.EvaluationSchema), 200, list_parameters(
             "evaluations", EvaluationStatus,
             query("comparison", {"type": "string", "pattern": id_pattern("cmp")}, "only those of this comparison"),
-            query("run", {"type": "string", "pattern": id_pattern("run")}, "only those scoring a snapshot of this run"))),
+            query("run", {"type": "string", "pattern": id_pattern("run")}, "only those scoring a snapshot of this run"),
+            id_prefix("eval", "evaluations"))),
     },
     "/v1/evaluations/{evaluationId}": {
         "get": ("one evaluation; what it waits on while QUEUED", None, schemas.EvaluationSchema, 200),
@@ -184,7 +207,7 @@ ROUTES = {
         "post": ("compare snapshots on one dataset: one evaluation each", ComparisonCreateSchema,
                  schemas.ComparisonSchema, 201),
         "get": ("list comparisons", None, schemas.page_schema(schemas.ComparisonSchema), 200,
-                list_parameters("comparisons", EvaluationStatus)),  # on the status derived from its evaluations
+                list_parameters("comparisons", EvaluationStatus, id_prefix("cmp", "comparisons"))),  # on the status derived from its evaluations
     },
     "/v1/comparisons/{comparisonId}": {
         "get": ("one comparison: a row per snapshot, the best marked", None, schemas.ComparisonSchema, 200),

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from flask import request
 
 from services.api.auth import principal
-from shared import reasons
+from shared import labels, reasons
 from shared.errors import ValidationFailed
 from shared.ids import Kind
 from shared.names import is_id_of, is_workload
@@ -83,6 +83,35 @@ def visible_filter(extra: Callable[[dict[str, Any]], bool] = lambda d: True, *, 
         )
 
     return where
+
+
+def label_filter() -> Callable[[dict[str, Any]], bool]:
+    """?name= (the name holds the text, any case) and ?tag= (repeatable: every tag named) of a list
+    of resources that have names and tags (runs, endpoints, datasets: shared/labels.py)."""
+    name = request.args.get("name")
+    if name is not None and not labels.is_name(name):
+        raise ValidationFailed(reasons.query_name_invalid(labels.NAME_MAX), details={"field": "name"})
+    tags = request.args.getlist("tag")
+    for tag in tags:
+        if not labels.is_tag(tag):
+            raise ValidationFailed(reasons.query_tag_invalid(tag), details={"field": "tag"})
+    return lambda doc: labels.matches(doc, name=name, tags=tags)
+
+
+def id_prefix_filter(kind: Kind) -> Callable[[dict[str, Any]], bool]:
+    """?idPrefix=: the resources whose id starts with it (how the CLI finds the one a short id
+    names, training_cli/short_ids.py); it must be `KIND-` and at least one more character."""
+    prefix = request.args.get("idPrefix")
+    if prefix is None:
+        return lambda doc: True
+    if not re.fullmatch(f"{kind.value}-[A-Za-z0-9_-]{{1,64}}", prefix):
+        raise ValidationFailed(reasons.query_id_prefix_invalid(KIND_WORDS[kind], kind.value),
+                               details={"field": "idPrefix"})
+    return lambda doc: str(doc.get("id", "")).startswith(prefix)
+
+
+def both(*filters: Callable[[dict[str, Any]], bool]) -> Callable[[dict[str, Any]], bool]:
+    return lambda doc: all(f(doc) for f in filters)
 
 
 def states_in(raw: str, *, what: str, known: Iterable[str] | None, param: str = "status") -> set[str]:

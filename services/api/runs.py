@@ -23,7 +23,7 @@ from shared.states import RunStatus
 def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]:
     """Parse the plan, fill in the caller's defaults (workload, pool), judge it (shared/plans/check.py,
     with what plan_facts.py looks up), then store the run and queue its claim."""
-    plan, name = read_plan(body)
+    plan, name, tags = read_plan(body)
     workload = require_workload(plan.workload or who.default_workload(DEFAULT_WORKLOADS["run"]))
     plan = replace(plan, workload=workload,
                    execution=replace(plan.execution, pool=plan.execution.pool or context.config.default_pool))
@@ -37,6 +37,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "id": new_id(Kind.RUN),
         "kind": "run",
         "name": name,
+        "tags": tags,
         "workload": workload,
         **RUNS.created(),
         "detail": None,
@@ -61,7 +62,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "finishedAt": None,
     })
     return queue_for_devices(context, run, kind="run", claim_id=claim_id,
-                             event=reasons.run_queued(pool=pool, gpus=gpus, engine=engine))
+                             event=reasons.run_queued(pool=pool, gpus=gpus, engine=engine,
+                                                      device_kind=_device_kind(context, pool)))
 
 
 def get_run(context: Context, run_id: str) -> dict[str, Any]:
@@ -128,4 +130,10 @@ def resume_run(context: Context, run_id: str) -> dict[str, Any]:
         give_back_places(context, workload=run["workload"], claim_ids=[claim_id])
         raise
     return queue_for_devices(context, run, kind="run", claim_id=claim_id,
-                             event=reasons.run_resumed(pool=run["pool"], gpus=run["gpus"]))
+                             event=reasons.run_resumed(pool=run["pool"], gpus=run["gpus"],
+                                                       device_kind=_device_kind(context, run["pool"])))
+
+
+def _device_kind(context: Context, pool: str) -> str:
+    found = context.config.pools.get(pool)
+    return found.device_kind if found is not None else "cuda"

@@ -39,6 +39,7 @@ class ResourceSchema(Schema):
 
 class DatasetSchema(ResourceSchema):
     name = fields.String()
+    tags = fields.List(fields.String(), metadata={"description": "free-form tags to find it by (?tag=)"})
     digest = fields.String(metadata={"description": "sha256 of the stored content"})
     bytes = fields.Integer()
     rows = fields.Integer()
@@ -114,7 +115,8 @@ class RunParentSchema(Schema):
 
 class RunSchema(ResourceSchema):
     status = fields.String(metadata={"description": "QUEUED, STARTING, RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED"})
-    name = fields.String(allow_none=True)
+    name = fields.String(allow_none=True, metadata={"description": "a name for people (?name= finds it)"})
+    tags = fields.List(fields.String(), metadata={"description": "free-form tags to find it by (?tag=)"})
     plan = fields.Dict(metadata={
         "description": "the plan (the body of POST /v1/runs, schema Plan) with every default filled in"})
     engine = fields.String(metadata={"description": "the engine the resolver chose (SPEC 3.1)"})
@@ -424,6 +426,7 @@ class EndpointProcessSchema(Schema):
 
 class EndpointSchema(ResourceSchema):
     name = fields.String(allow_none=True)
+    tags = fields.List(fields.String(), metadata={"description": "free-form tags to find it by (?tag=)"})
     phase = fields.String(metadata={"description": "QUEUED, STARTING, READY, TERMINATED, FAILED"})
     model = fields.String()
     snapshot = fields.String(allow_none=True, metadata={"description": "the snapshot whose adapter it serves"})

@@ -14,7 +14,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields, missing, validate, validates_schema
 
-from shared import reasons
+from shared import labels, reasons
 from shared.errors import ValidationFailed
 from shared.names import WORKLOAD_PATTERN
 from shared.rewards import ENTRY_KEYS
@@ -267,7 +267,8 @@ class PlanSchema(Schema):
     snapshots = fields.Nested(SnapshotPolicySchema, load_default=lambda: SnapshotPolicySchema().load({}))
     workload = fields.String(load_default=None, allow_none=True, validate=FullMatch(WORKLOAD_PATTERN),
                              metadata={"description": "quota group; default runs"})
-    name = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200))
+    name = labels.name_field("the run's name, for people: lists show it and ?name= finds it (not unique)")
+    tags = labels.tags_field()
 
 
 def _flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:

@@ -281,9 +281,9 @@ class PlanShown:
         return cls(**{name: document.get(name) for name in ("method", "model", "dataset")})
 
 
-def read_plan(body: Any) -> tuple[TrainingPlan, str | None]:
-    """A request body as (the plan, the run's name): `parse_plan`'s refusals, else every default
-    filled in. The name is the run's own, not part of the plan it stores."""
+def read_plan(body: Any) -> tuple[TrainingPlan, str | None, list[str]]:
+    """A request body as (the plan, the run's name, its tags): `parse_plan`'s refusals, else every
+    default filled in. The name and tags are the run's own, not part of the plan it stores."""
     parsed = parse_plan(body)
-    name = parsed.pop("name")
-    return TrainingPlan.from_dict(parsed), name
+    name, tags = parsed.pop("name"), parsed.pop("tags")
+    return TrainingPlan.from_dict(parsed), name, tags

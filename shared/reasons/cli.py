@@ -78,3 +78,22 @@ def quickstart_model_missing(model: str, models: list[str]) -> str:
 
 def quickstart_run_without_snapshot(run_id: str) -> str:
     return f"run {run_id} succeeded but lists no snapshot"
+
+
+# --- `training ui` (training_cli/commands/ui.py) and `endpoints get` (training_cli/tables.py)
+
+def browser_not_opened(url: str) -> str:
+    return (f"no browser could be opened here; open {url} and sign in with the token "
+            "`training config view --show-token` prints (or run training ui --print-url)")
+
+
+def dashboard_opened(url: str) -> str:
+    return f"opened the dashboard at {url}, signed in with the CLI's token"
+
+
+def endpoint_openai_use(model: str) -> str:
+    """How to reach an endpoint with the official `openai` client (what `endpoints get` shows)."""
+    return f"model={model}, api_key=your trainer token (training config view --show-token)"
+
+
+ENDPOINT_PROCESS_ADDRESS = "the serving process on its node; it answers only the trainer (use the base URL above)"

@@ -3,6 +3,8 @@ say (shared/tracker_config.py, services/trainer_worker/trackers/)."""
 
 from __future__ import annotations
 
+from shared.reasons.scheduling import device_count
+
 CANCELLED_BY_USER = "cancelled by the user"
 CANCELLED_WHILE_QUEUED = "cancelled by the user before it was granted GPUs"
 
@@ -104,14 +106,14 @@ def run_already_ended(run_id: str, status: str) -> str:
     return f"run {run_id} has already ended ({status})"
 
 
-def run_queued(*, pool: str, gpus: int, engine: str) -> str:
-    """A new run's first event."""
-    return f"queued in pool {pool} for {gpus} GPU(s); engine {engine}"
+def run_queued(*, pool: str, gpus: int, engine: str, device_kind: str = "cuda") -> str:
+    """A new run's first event; `device_kind` "cpu": the pool's nodes have CPU slots."""
+    return f"queued in pool {pool} for {device_count(gpus, device_kind)}; engine {engine}"
 
 
-def run_resumed(*, pool: str, gpus: int) -> str:
+def run_resumed(*, pool: str, gpus: int, device_kind: str = "cuda") -> str:
     """The event of a run the user resumed."""
-    return f"resumed by the user; queued in pool {pool} for {gpus} GPU(s)"
+    return f"resumed by the user; queued in pool {pool} for {device_count(gpus, device_kind)}"
 
 
 RUN_CANCEL_REQUESTED = "cancel requested by the user"

@@ -78,9 +78,20 @@ def pool_unknown(pool: str) -> str:
 NO_LIVE_WORKER = "no worker is running on a node of its pool that could hold it"
 
 
+def device_count(count: int, kind: str = "cuda") -> str:
+    """`N GPU(s)`, or `N CPU slot(s)` where the devices are a CPU node's training slots (SPEC 1)."""
+    return f"{count} CPU slot(s)" if kind == "cpu" else f"{count} GPU(s)"
+
+
 def granted(*, gpus: int, node: str, devices: list[str]) -> str:
-    """The event a resource gets when its claim is granted."""
-    return f"granted {gpus} GPU(s) on node {node} ({', '.join(devices)})"
+    """The event a resource gets when its claim is granted; CPU slots (`cpu:N`) are called slots."""
+    kind = "cpu" if devices and all(str(d).startswith("cpu") for d in devices) else "cuda"
+    return f"granted {device_count(gpus, kind)} on node {node} ({', '.join(devices)})"
+
+
+def claim_queued(*, pool: str, gpus: int, device_kind: str = "cuda") -> str:
+    """An evaluation's or an endpoint's first event."""
+    return f"queued in pool {pool} for {device_count(gpus, device_kind)}"
 
 
 def queued_claims_cap(*, workload: str, cap: int, queued: int, asked: int) -> str:

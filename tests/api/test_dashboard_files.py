@@ -59,3 +59,8 @@ def test_every_file_is_package_data():
     package = ROOT.parent
     shipped = {p.relative_to(ROOT).as_posix() for pattern in patterns for p in package.glob(pattern) if p.is_file()}
     assert FILES and shipped == set(FILES), set(FILES) - shipped
+
+
+def test_the_api_address_in_a_browser_goes_to_the_dashboard(client):
+    answer = client.get("/", headers={"Host": "forged.example"})  # no token needed: it is only a redirect
+    assert answer.status_code == 302 and answer.headers["Location"] == "/ui/"  # relative: no Host in it

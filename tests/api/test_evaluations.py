@@ -51,7 +51,7 @@ def test_create_queues_a_claim_of_kind_evaluation(client, admin, app, dataset):
     assert claim["kind"] == "evaluation" and claim["state"] == "WAITING" and claim["model"] == "builtin/tiny-qwen3"
     assert client.get(f"/v1/evaluations/{ev['id']}", headers=admin).json["id"] == ev["id"]
     events = client.get(f"/v1/evaluations/{ev['id']}/events", headers=admin).json["items"]
-    assert [e["message"] for e in events] == ["queued in pool default for 1 GPU(s)"]
+    assert [e["message"] for e in events] == ["queued in pool default for 1 CPU slot(s)"]
 
 
 def test_bad_requests_name_what_was_wrong(client, admin, dataset, snapshot):
@@ -165,7 +165,7 @@ def test_the_scheduler_dispatches_an_evaluation_like_a_run(client, admin, app, c
     assert celery.sent == [("trainer.execute", ["evaluation", ev["id"], ev["scheduling"]["claim"]],
                             "node.local", ev["scheduling"]["claim"])]
     events = [e["message"] for e in client.get(f"/v1/evaluations/{ev['id']}/events", headers=admin).json["items"]]
-    assert events[-1] == "granted 1 GPU(s) on node local (cpu:0)"
+    assert events[-1] == "granted 1 CPU slot(s) on node local (cpu:0)"
     # STARTING: a cancel is a request the worker carries out; an ended evaluation's claim is swept.
     assert client.delete(f"/v1/evaluations/{ev['id']}", headers=admin).json["cancelRequested"] is True
     assert sweep(queue=queue, store=context.store, config=config) == []

@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from services.api import schemas
+from shared.labels import TAG_PATTERN
 from shared.names import WORKLOAD_PATTERN, cursor_pattern
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from tests.api.openapi_check import openapi_path
@@ -103,7 +104,14 @@ def parameters(document: dict, path: str) -> dict[str, dict]:
 def test_list_parameters_say_their_types_and_states(client):
     document = client.get("/v1/openapi.json").json
     runs = parameters(document, "/v1/runs")
-    assert set(runs) == {"limit", "after", "status", "workload"}
+    assert set(runs) == {"limit", "after", "status", "workload", "name", "tag", "idPrefix"}
+    assert runs["tag"]["schema"]["items"]["pattern"] == TAG_PATTERN and (runs["tag"]["style"], runs["tag"]["explode"]) == (
+        "form", True)  # ?tag=a&tag=b
+    assert runs["idPrefix"]["schema"]["pattern"] == "^run-[A-Za-z0-9_-]{1,64}$"
+    assert {"name", "tag", "idPrefix"} <= set(parameters(document, "/v1/endpoints")) & set(
+        parameters(document, "/v1/datasets"))
+    for listed in ("/v1/snapshots", "/v1/evaluations", "/v1/comparisons"):  # ids, but no names or tags
+        assert "idPrefix" in parameters(document, listed) and "tag" not in parameters(document, listed)
     assert runs["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
     assert runs["after"]["schema"] == {"type": "string", "pattern": cursor_pattern()}  # an id, or empty (issue 26)
     assert runs["workload"]["schema"] == {"type": "string", "pattern": WORKLOAD_PATTERN}

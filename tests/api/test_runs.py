@@ -20,7 +20,7 @@ def test_create_queues_a_claim_and_stores_the_engine(client, admin, dataset, con
     assert claim["state"] == "WAITING" and claim["resource"] == run["id"] and claim["gpus"] == 1
     assert client.get(f"/v1/runs/{run['id']}", headers=admin).json["id"] == run["id"]
     events = client.get(f"/v1/runs/{run['id']}/events", headers=admin).json
-    assert events["items"][0]["message"] == "queued in pool default for 1 GPU(s); engine sft-single"
+    assert events["items"][0]["message"] == "queued in pool default for 1 CPU slot(s); engine sft-single"
     assert events["next"] == 1
 
 

@@ -47,10 +47,11 @@ def test_cli_upload_train_download_and_generate(stack, tmp_path):
     points = json.loads(cli(stack, "runs", "metrics", run["id"], "-o", "json").stdout)
     assert [p["step"] for p in points] == list(range(1, 41)) and all(p["loss"] > 0 for p in points)
     assert points[-1]["loss"] < points[0]["loss"]
-    lines = cli(stack, "runs", "metrics", run["id"], "--last", "2").stdout.splitlines()
-    assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == [
-        "Step", "Loss", "LR", "Grad norm", "Epoch", "Tokens/s"]
-    assert [line.split("│")[1].strip() for line in lines[3:-1]] == ["39", "40"]
+    from tests.training_cli.test_run_reads import cells
+
+    headers, rows = cells(cli(stack, "runs", "metrics", run["id"], "--last", "2").stdout)
+    assert headers == ["Step", "Loss", "LR", "Grad norm", "Epoch", "Tokens/s"]
+    assert [row[0] for row in rows] == ["39", "40"]
 
     # The bar's last state carries the loss curve of all 40 steps (24 columns).
     from training_cli.curves import sparkline

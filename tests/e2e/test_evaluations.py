@@ -103,8 +103,8 @@ def test_an_evaluation_scores_a_snapshot_through_the_worker(stack, lineage):
     assert sum(r["exactMatch"] for r in per_row) / EVAL_ROWS == pytest.approx(metrics["exactMatch"])
 
     events = [e["message"] for e in stack.get(f"/v1/evaluations/{ev['id']}/events").json()["items"]]
-    assert events[0] == "queued in pool default for 1 GPU(s)"
-    assert any(m.startswith("granted 1 GPU(s) on node local") for m in events)
+    assert events[0] == "queued in pool default for 1 CPU slot(s)"
+    assert any(m.startswith("granted 1 CPU slot(s) on node local") for m in events)
     assert any(m.startswith(f"scoring {EVAL_ROWS} row(s)") for m in events)
     assert events[-1] == f"scored {EVAL_ROWS} row(s): loss {metrics['loss']:.4f}"
     pool = next(p for p in stack.get("/v1/info").json()["pools"] if p["name"] == "default")

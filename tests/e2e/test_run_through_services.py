@@ -51,7 +51,7 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
 
     messages = [e["message"] for e in stack.get(f"/v1/runs/{run['id']}/events").json()["items"]]
     assert messages[0].startswith("queued in pool default")
-    assert any(m.startswith("granted 1 GPU(s) on node local") for m in messages), messages
+    assert any(m.startswith("granted 1 CPU slot(s) on node local") for m in messages), messages
     assert "training started: 30 steps" in messages
 
     snaps = stack.get(f"/v1/snapshots?run={run['id']}").json()["items"]

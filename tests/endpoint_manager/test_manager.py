@@ -164,7 +164,7 @@ def test_granted_endpoint_starts_answers_and_stops_when_the_user_asks(cluster):
     assert endpoint_id in [m["id"] for m in models["data"]]
     assert (cluster.config.artifact_root / doc["process"]["log"]).is_file()
     assert cluster.messages(endpoint_id) == [
-        "granted 1 GPU(s) on node local (cpu:0)",
+        "granted 1 CPU slot(s) on node local (cpu:0)",
         f"serving process started on port {doc['process']['port']} (pid {doc['process']['pid']}, backend builtin)",
         f"ready at {doc['address']}",
     ]

@@ -63,7 +63,7 @@ def test_a_granted_endpoint_starts_without_a_celery_task(env):
                                  "devices": ["cpu:0", "cpu:1"]}
     assert sender.sent == []
     assert queue.get(claim["id"])["dispatchedAt"]
-    assert [e["message"] for e in store.events(endpoint_id)] == ["granted 2 GPU(s) on node local (cpu:0, cpu:1)"]
+    assert [e["message"] for e in store.events(endpoint_id)] == ["granted 2 CPU slot(s) on node local (cpu:0, cpu:1)"]
 
     scheduler_pass()  # nothing more: dispatched once, no second event, still holding its devices
     assert len(store.events(endpoint_id)) == 1 and queue.get(claim["id"])["state"] == "GRANTED"

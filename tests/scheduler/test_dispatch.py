@@ -19,7 +19,7 @@ def dispatch(queue, store, config, sender):
 
 
 def test_granted_sentence_word_for_word():
-    assert reasons.granted(gpus=1, node="local", devices=["cpu:0"]) == "granted 1 GPU(s) on node local (cpu:0)"
+    assert reasons.granted(gpus=1, node="local", devices=["cpu:0"]) == "granted 1 CPU slot(s) on node local (cpu:0)"
     assert (reasons.granted(gpus=2, node="big", devices=["cuda:0", "cuda:1"])
             == "granted 2 GPU(s) on node big (cuda:0, cuda:1)")
 
@@ -32,7 +32,7 @@ def test_dispatch_starts_the_run_and_sends_its_task_to_the_node(queue, store, co
     run = store.get(run_id)
     assert run["status"] == RunStatus.STARTING
     assert run["scheduling"] == {"claim": claim["id"], "node": "local", "devices": ["cpu:0"], "position": None}
-    assert [e["message"] for e in store.events(run_id)] == ["granted 1 GPU(s) on node local (cpu:0)"]
+    assert [e["message"] for e in store.events(run_id)] == ["granted 1 CPU slot(s) on node local (cpu:0)"]
     assert sender.sent == [(EXECUTE_TASK, ["run", run_id, claim["id"]], node_queue("local"))]
     assert queue.get(claim["id"])["dispatchedAt"]
     assert dispatch(queue, store, config, sender) == []  # dispatched once

@@ -185,7 +185,7 @@ def create_app(token: str = TOKEN) -> Flask:
 
     @app.get("/v1/snapshots")
     def list_snapshots():
-        snaps = [s for s in state["snapshots"].values() if request.args.get("run") in (None, s["run"])]
+        snaps = [s for s in state["snapshots"].values() if request.args.get("run") in (None, s.get("run"))]
         return jsonify({"items": snaps[::-1], "nextCursor": None})
 
     @app.get("/v1/snapshots/<snap_id>")

@@ -67,7 +67,7 @@ def test_create_get_list_and_delete(training, dataset, tmp_path):
     assert training("evaluations", "delete", created["id"]).output.strip() == f"evaluation {created['id']}: CANCELLED"
     assert training("evaluations", "get", "--status", "QUEUED").output.strip() == "no evaluations found"
     logs = training("evaluations", "logs", created["id"]).output
-    assert "queued in pool default for 1 GPU(s)" in logs and "cancelled by the user" in logs
+    assert "queued in pool default for 1 CPU slot(s)" in logs and "cancelled by the user" in logs
 
 
 def test_refusals_are_a_message_and_a_non_zero_exit(training, dataset):
@@ -128,12 +128,9 @@ def test_rows_table_cuts_the_texts_to_one_short_line(training, dataset, api):
              "rewards": {"exact_match": 0.0}, "judge": None}]
     finish_as_worker(api["context"], ev["id"], {"loss": 1.6}, rows)
     assert training("evaluations", "rows", ev["id"]).output == (
-        "┏━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┓\n"
-        "┃ Row ┃ Prompt                                   ┃ Completion ┃ Reference ┃ Loss  ┃ Exact match ┃ Reward exact_match ┃\n"
-        "┡━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━┩\n"
-        "│ 0   │ Reverse: stone                           │ enots      │ enots     │ 1.235 │ 1           │ 1                  │\n"
-        "│ 1   │ Reverse: a long line of words xxxxxxxxx… │ no idea    │ sdrow     │ 2     │ 0           │ 0                  │\n"
-        "└─────┴──────────────────────────────────────────┴────────────┴───────────┴───────┴─────────────┴────────────────────┘\n"
+        "Row   Loss    Exact match   Reward exact_match   Prompt                                     Completion   Reference\n"
+        "0     1.235   1             1                    Reverse: stone                             enots        enots\n"
+        "1     2       0             0                    Reverse: a long line of words xxxxxxxxx…   no idea      sdrow\n"
     )
 
 
@@ -141,10 +138,10 @@ def test_evaluations_logs_as_json_and_yaml(training, dataset, api):
     ev = json.loads(training("evaluations", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset,
                              "-o", "json").output)
     events = api["context"].store.events(ev["id"])
-    assert [e["message"] for e in events] == ["queued in pool default for 1 GPU(s)"]
+    assert [e["message"] for e in events] == ["queued in pool default for 1 CPU slot(s)"]
     assert json.loads(training("evaluations", "logs", ev["id"], "-o", "json").output) == events
     assert yaml.safe_load(training("evaluations", "logs", ev["id"], "-o", "yaml").output) == events
-    assert training("evaluations", "logs", ev["id"]).output.rstrip().endswith("INFO  queued in pool default for 1 GPU(s)")
+    assert training("evaluations", "logs", ev["id"]).output.rstrip().endswith("INFO  queued in pool default for 1 CPU slot(s)")
 
 
 def test_evaluations_get_run_lists_the_evaluations_of_a_runs_snapshots(training, dataset, api):

@@ -45,7 +45,7 @@ def test_base_model_table_lists_startable_runs(training):
     result = training("base-models", "get", "builtin/tiny-qwen3")
     assert result.exit_code == 0, result.output
     out = result.output
-    for header in ("Method", "GPUs", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/GPU"):
+    for header in ("Method", "Slots", "Precision", "KL penalty", "Restore", "Engine", "Pools", "GiB/slot"):
         assert header in out
     assert "sft-single" in out and "sft-ddp" in out
     assert "default, big" in out and "0.6" in out
@@ -138,12 +138,14 @@ def test_watch_and_get_show_reward_and_validation_loss_when_a_run_has_them():
     from rich.console import Console
 
     from training_cli import tables
-    from training_cli.watch import _fields
+    from training_cli.curves import RunCurves
+    from training_cli.watch import progress_lines
 
     run = {"status": "RUNNING", "progress": {"step": 3, "totalSteps": 6, "loss": 0.1694, "reward": -0.0667,
                                              "validationLoss": 2.5, "tokensPerSecond": 1000.0, "etaSeconds": 2}}
-    assert _fields(run)["loss"] == "0.1694 reward -0.0667"
-    assert _fields({**run, "progress": {**run["progress"], "reward": None}})["loss"] == "0.1694"
+    assert "3/6  loss 0.1694  reward -0.0667  ETA 2s  1000 tok/s" in progress_lines(run, RunCurves(), 120)[0].plain
+    no_reward = progress_lines({**run, "progress": {**run["progress"], "reward": None}}, RunCurves(), 120)[0].plain
+    assert "loss 0.1694  ETA" in no_reward and "reward" not in no_reward
     console = Console(width=200, record=True)
     console.print(tables.run({**run, "id": "run-1", "plan": {"method": "grpo"}}))
     shown = console.export_text()

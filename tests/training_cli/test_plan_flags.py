@@ -8,6 +8,7 @@ import click
 import pytest
 
 from shared.plans.flags import flag_spec
+from training_cli import short_ids as ids
 from training_cli.commands.runs import BRANCH_FLAGS, PLAN_FLAGS, group
 
 
@@ -29,6 +30,8 @@ def test_each_plan_flag_is_its_schema_fields_declaration(command, flags):
             assert isinstance(option.type, kind), flag
             assert (option.type.min, option.type.max, option.type.min_open, option.type.max_open) == (
                 spec.minimum, spec.maximum, spec.min_open, spec.max_open), flag
+        elif PLAN_FLAGS[flag][-1] in ("dataset", "validationDataset"):
+            assert option.type is ids.DATASET, flag  # a string; a short id is looked up (training_cli/short_ids.py)
         else:
             assert option.type is click.STRING, flag
 

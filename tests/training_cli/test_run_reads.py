@@ -6,6 +6,7 @@ real training are read in tests/e2e/test_cli_flow.py."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -26,13 +27,16 @@ GRPO_POINT = {"step": 1, "loss": 0.01, "learningRate": 5e-6, "gradNorm": 0.5, "t
 
 
 def cells(table: str) -> tuple[list[str], list[list[str]]]:
-    """The headers and the rows' cells of a one-line-per-row table as the CLI prints it."""
+    """The headers and the rows' cells of a list as the CLI prints it (borderless columns, one line
+    a row, kubectl's way): each column starts where its header does."""
     lines = table.splitlines()
+    starts = [m.start() for m in re.finditer(r"(?:^|(?<=   ))\S", lines[0])]
+    ends = starts[1:] + [None]
 
-    def split(line: str, bar: str) -> list[str]:
-        return [cell.strip() for cell in line.strip().strip(bar).split(bar)]
+    def split(line: str) -> list[str]:
+        return [line[a:b].strip() for a, b in zip(starts, ends)]
 
-    return split(lines[1], "┃"), [split(line, "│") for line in lines[3:-1]]
+    return split(lines[0]), [split(line) for line in lines[1:]]
 
 
 @pytest.fixture
@@ -51,14 +55,11 @@ def test_runs_metrics_is_a_table_of_the_columns_the_points_carry(real_training, 
     for point in SFT_POINTS:
         store.add_metrics(run_id, point)
     assert real_training("runs", "metrics", run_id).output == (
-        "┏━━━━━━┳━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓\n"
-        "┃ Step ┃ Loss   ┃ LR        ┃ Grad norm ┃ Val loss ┃ Val ppl ┃ Epoch  ┃ Tokens/s ┃\n"
-        "┡━━━━━━╇━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩\n"
-        "│ 1    │ 2.5    │ 0.002     │ 1.235     │ -        │ -       │ 0.3333 │ 5123.5   │\n"
-        "│ 2    │ 1.25   │ 0.001333  │ 2.469     │ -        │ -       │ 0.6667 │ 5123.5   │\n"
-        "│ 3    │ 0.8333 │ 0.0006667 │ 3.704     │ -        │ -       │ 1      │ 5123.5   │\n"
-        "│ 3    │ -      │ -         │ -         │ 0.9      │ 2.46    │ -      │ -        │\n"
-        "└──────┴────────┴───────────┴───────────┴──────────┴─────────┴────────┴──────────┘\n"
+        "Step   Loss     LR          Grad norm   Val loss   Val ppl   Epoch    Tokens/s\n"
+        "1      2.5      0.002       1.235       -          -         0.3333   5123.5\n"
+        "2      1.25     0.001333    2.469       -          -         0.6667   5123.5\n"
+        "3      0.8333   0.0006667   3.704       -          -         1        5123.5\n"
+        "3      -        -           -           0.9        2.46      -        -\n"
     )
     headers, rows = cells(real_training("runs", "metrics", run_id, "--last", "2").output)
     assert [row[:3] for row in rows] == [["3", "0.8333", "0.0006667"], ["3", "-", "-"]] and len(headers) == 8
@@ -73,13 +74,17 @@ def test_a_grpo_runs_metrics_show_its_rewards_and_where_the_step_went(real_train
     store = real_api["context"].store
     store.add_metrics(run_id, GRPO_POINT)
     store.add_metrics(run_id, {**GRPO_POINT, "step": 2, "reward": 1.0, "handoffBytes": 3 << 20, "handoffSeconds": 0.04})
-    headers, rows = cells(real_training("runs", "metrics", run_id).output)
+    headers, rows = cells(real_training("runs", "metrics", run_id, "-o", "wide").output)
     # kl is null (no KL penalty): no column; attempt is 0 throughout: no column; time: -o json only.
     assert headers == ["Step", "Loss", "LR", "Grad norm", "Reward", "Reward std", "Reward exact_match", "Length",
                        "Epoch", "Tokens/s", "Gen s", "Handoff s", "Handoff", "Reward s", "Update s", "Step s"]
     assert rows[0] == ["1", "0.01", "5e-06", "0.5", "0.75", "0.25", "0.5", "12.5", "0.1", "100", "1.5", "0", "0 B",
                        "0.01", "0.3", "1.81"]
     assert rows[1][4] == "1" and rows[1][11:13] == ["0.04", "3.0 MiB"]
+    # without -o wide: the timings and sizes of a step are left to -o wide
+    headers, rows = cells(real_training("runs", "metrics", run_id).output)
+    assert headers == ["Step", "Loss", "LR", "Grad norm", "Reward", "Reward exact_match", "Epoch", "Tokens/s"]
+    assert rows[0] == ["1", "0.01", "5e-06", "0.5", "0.75", "0.5", "0.1", "100"]
 
 
 def test_runs_logs_prints_the_events_as_json_or_yaml(real_training, real_api, run_id):

@@ -29,7 +29,7 @@ def world(stack):
     endpoint = stack.post("/v1/endpoints", json={"model": "builtin/tiny-qwen3", "name": "playground",
                                                  "idleTimeout": 0}).json()
     run = stack.post("/v1/runs", json={
-        "model": "builtin/tiny-qwen3", "dataset": dataset, "validationDataset": dataset, "name": "ui-run",
+        "model": "builtin/tiny-qwen3", "dataset": dataset, "validationDataset": dataset, "name": "ui-run", "tags": ["ui-demo"],
         "hyperparameters": {"maxSteps": 12, "learningRate": 0.003}, "snapshots": {"everySteps": 6}}).json()
     done = wait_terminal(stack, run["id"])
     assert done["status"] == "SUCCEEDED", done
@@ -70,6 +70,27 @@ def test_the_token_prompt_then_the_runs_list_with_its_filters(page, stack, world
     page.fill("input[name=workload]", "nobody")
     page.dispatch_event("input[name=workload]", "change")
     expect(page.locator("#runs-table")).to_have_text("no runs match")
+
+
+def test_ui_signs_in_from_the_address_and_the_runs_list_finds_runs_by_name_and_tag(page, stack, world):
+    """`training ui` opens /ui/#token=TOKEN (training_cli/commands/ui.py): signed in, the token taken
+    out of the address; the list asks the API for ?name= and ?tag= (issue 30)."""
+    from training_cli.commands.ui import dashboard_url
+
+    run = world["run"]["id"]
+    page.goto(dashboard_url(stack.api_url, stack.token))
+    row = page.locator(f"tr[data-run='{run}']")
+    expect(row).to_contain_text("ui-demo")
+    assert stack.token not in page.url and page.url.endswith("#/runs")
+    assert page.evaluate("sessionStorage.getItem('trainer.token')") == stack.token
+    for field, value, shown in (("name", "UI-R", 1), ("name", "no such name", 0), ("name", "", 1),
+                                ("tags", "ui-demo", 1), ("tags", "ui-demo, other", 0), ("tags", "", 1)):
+        page.fill(f"input[name={field}]", value)
+        page.dispatch_event(f"input[name={field}]", "change")
+        if shown:
+            expect(row).to_have_count(1)
+        else:
+            expect(page.locator("#runs-table")).to_have_text("no runs match")
 
 
 def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(page, stack, world):

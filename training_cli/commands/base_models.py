@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import os
 from urllib.parse import quote
 
@@ -7,7 +8,7 @@ import click
 
 from training_cli import tables
 from training_cli.context import CliContext, pass_cli
-from training_cli.output import emit, output_option
+from training_cli.output import TABLES, emit, output_option
 
 # An import copies or converts a model inside the request (services/api/model_import.py), bounded on
 # the server by limits.modelImportTimeoutS (600 s by default): the CLI waits longer than any such bound.
@@ -27,7 +28,9 @@ def get(cli: CliContext, model: str | None, fmt: str) -> None:
     """List the catalog, or show MODEL, its facts and the runs that can be started for it."""
     if model:
         # Model ids contain "/" (Qwen/Qwen3-8B); the API routes the rest of the path as the id.
-        emit(cli.client.get(f"/v1/base-models/{quote(model, safe='/')}"), fmt, tables.base_model)
+        answer = cli.client.get(f"/v1/base-models/{quote(model, safe='/')}")
+        kinds = tables.node_kinds(cli.client.get("/v1/info").get("pools")) if fmt in TABLES else ()
+        emit(answer, fmt, functools.partial(tables.base_model, device_kinds=kinds))
     else:
         emit(cli.client.get("/v1/base-models"), fmt, tables.base_models)
 

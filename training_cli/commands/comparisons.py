@@ -6,11 +6,12 @@ from typing import Any, TextIO
 
 import click
 
+from training_cli import short_ids as ids
 from training_cli import tables
 from training_cli.commands.common import list_options, list_params
 from training_cli.commands.evaluations import read_body
 from training_cli.context import CliContext, pass_cli
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import TABLES, emit, emit_list, output_option
 
 
 @click.group("comparisons")
@@ -19,9 +20,9 @@ def group() -> None:
 
 
 @group.command("create")
-@click.argument("snapshots", metavar="[SNAPSHOT]...", nargs=-1)
+@click.argument("snapshots", metavar="[SNAPSHOT]...", nargs=-1, type=ids.SNAPSHOT)
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
-@click.option("--dataset", help="Dataset id every snapshot is scored on.")
+@click.option("--dataset", type=ids.DATASET, help="Dataset id every snapshot is scored on.")
 @click.option("--pool", help="Pool its evaluations queue in.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Most tokens of each greedy completion.")
 @click.option("--workload", help="The quota group of its evaluations (default: evaluations).")
@@ -37,12 +38,12 @@ def create(cli: CliContext, snapshots: tuple[str, ...], body_file: TextIO | None
     body.update({k: v for k, v in flags.items() if v is not None})
     comparison = cli.client.post("/v1/comparisons", body)
     emit(comparison, fmt, tables.comparison)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nthe table as it fills: training comparisons get {comparison.get('id')}", err=True)
 
 
 @group.command("get")
-@click.argument("comparison_id", metavar="[ID]", required=False)
+@click.argument("comparison_id", metavar="[ID]", required=False, type=ids.COMPARISON)
 @list_options()
 @output_option
 @pass_cli
@@ -55,7 +56,7 @@ def get(cli: CliContext, comparison_id: str | None, fmt: str, **filters: Any) ->
 
 
 @group.command("delete")
-@click.argument("comparison_id", metavar="ID")
+@click.argument("comparison_id", metavar="ID", type=ids.COMPARISON)
 @output_option
 @pass_cli
 def delete(cli: CliContext, comparison_id: str, fmt: str) -> None:

@@ -12,11 +12,13 @@ def group() -> None:
 
 
 @group.command("view")
+@click.option("--show-token", is_flag=True, help="Print the token whole (to paste into the dashboard's sign-in).")
 @output_option
 @pass_cli
-def view(cli: CliContext, fmt: str) -> None:
-    """Show the API address and token the CLI will use, and where each came from."""
-    data = cli.settings.view()
+def view(cli: CliContext, show_token: bool, fmt: str) -> None:
+    """Show the API address and token the CLI will use, and where each came from (the token masked
+    unless --show-token)."""
+    data = cli.settings.view(show_token=show_token)
 
     def table(d: dict) -> object:
         return fields_table(

@@ -11,11 +11,12 @@ import click
 import yaml
 
 from shared import reasons
+from training_cli import short_ids as ids
 from training_cli import tables
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import TABLES, emit, emit_list, output_option
 
 # flag -> field of the request body (SPEC 7); flags override what -f FILE says.
 BODY_FLAGS = {"model": "model", "snapshot": "snapshot", "dataset": "dataset", "gpus": "gpus", "pool": "pool",
@@ -43,8 +44,8 @@ def group() -> None:
 @group.command("create")
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
 @click.option("--model", help="Base-model id.")
-@click.option("--snapshot", help="Score this snapshot's adapter over the model.")
-@click.option("--dataset", help="Dataset id.")
+@click.option("--snapshot", type=ids.SNAPSHOT, help="Score this snapshot's adapter over the model.")
+@click.option("--dataset", type=ids.DATASET, help="Dataset id.")
 @click.option("--gpus", type=click.IntRange(min=1), help="GPUs of one node.")
 @click.option("--pool", help="Pool to queue in.")
 @click.option("--judge", help="An endpoint (its id or name) that grades each completion.")
@@ -58,12 +59,12 @@ def create(cli: CliContext, body_file: TextIO | None, fmt: str, **flags: Any) ->
     body.update({field: flags[flag] for flag, field in BODY_FLAGS.items() if flags.get(flag) is not None})
     evaluation = cli.client.post("/v1/evaluations", body)
     emit(evaluation, fmt, tables.evaluation)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nits status: training evaluations get {evaluation.get('id')}", err=True)
 
 
 @group.command("get")
-@click.argument("evaluation_id", metavar="[ID]", required=False)
+@click.argument("evaluation_id", metavar="[ID]", required=False, type=ids.EVALUATION)
 @click.option("--comparison", help="Only the evaluations of this comparison.")
 @list_options(run="evaluations")
 @output_option
@@ -77,7 +78,7 @@ def get(cli: CliContext, evaluation_id: str | None, fmt: str, **filters: Any) ->
 
 
 @group.command("delete")
-@click.argument("evaluation_id", metavar="ID")
+@click.argument("evaluation_id", metavar="ID", type=ids.EVALUATION)
 @output_option
 @pass_cli
 def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
@@ -89,7 +90,7 @@ def delete(cli: CliContext, evaluation_id: str, fmt: str) -> None:
 
 
 @group.command("rows")
-@click.argument("evaluation_id", metavar="ID")
+@click.argument("evaluation_id", metavar="ID", type=ids.EVALUATION)
 @click.option("--out", "out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="Write the JSONL as the API serves it here (- for stdout) instead of printing it.")
 @output_option
@@ -110,14 +111,14 @@ def rows(cli: CliContext, evaluation_id: str, out: Path | None, fmt: str) -> Non
         click.echo(jsonl, nl=False)
         return
     items = [json.loads(line) for line in jsonl.splitlines() if line.strip()]
-    if fmt == "table" and not items:
+    if fmt in TABLES and not items:
         click.echo("no rows found")
         return
     emit(items, fmt, tables.evaluation_rows)
 
 
 @group.command("logs")
-@click.argument("evaluation_id", metavar="ID")
+@click.argument("evaluation_id", metavar="ID", type=ids.EVALUATION)
 @output_option
 @pass_cli
 def logs(cli: CliContext, evaluation_id: str, fmt: str) -> None:

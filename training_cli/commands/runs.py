@@ -10,12 +10,13 @@ import yaml
 
 from shared import reasons
 from shared.plans.flags import FlagSpec, flag_spec
+from training_cli import short_ids as ids
 from training_cli import tables
 from training_cli.archive import download_tensorboard
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import emit, emit_list, output_option
+from training_cli.output import TABLES, emit, emit_list, output_option
 from training_cli.watch import follow_logs, watch_run
 
 # flag -> where it goes in the plan (SPEC 2.3); flags override what -f FILE says. What each flag
@@ -37,8 +38,11 @@ PLAN_FLAGS: dict[str, tuple[str, ...]] = {
     "kl_penalty": ("grpo", "klPenalty"),
     "snapshot_every": ("snapshots", "everySteps"),
     "workload": ("workload",),
+    "name": ("name",),
 }
-BRANCH_FLAGS = ("gpus", "max_steps", "learning_rate", "dataset")  # `runs branch` overrides these by flag
+BRANCH_FLAGS = ("gpus", "max_steps", "learning_rate", "dataset", "name")  # `runs branch` overrides these by flag
+tag_option = click.option("--tag", "tags", multiple=True, metavar="TAG",
+                          help="A tag to find it by (repeatable), e.g. --tag team=nlp --tag baseline.")
 
 
 def flag_type(spec: FlagSpec) -> click.ParamType:
@@ -54,7 +58,8 @@ def flag_type(spec: FlagSpec) -> click.ParamType:
 def plan_option(flag: str, path: tuple[str, ...], *, dest: str | None = None, required: bool = False):
     """`--FLAG` for the plan field at `path`, as the schema declares the field."""
     spec = flag_spec(*path)
-    return click.option(f"--{flag.replace('_', '-')}", dest or flag, type=flag_type(spec), required=required,
+    kind = ids.DATASET if path[-1] in ("dataset", "validationDataset") else flag_type(spec)
+    return click.option(f"--{flag.replace('_', '-')}", dest or flag, type=kind, required=required,
                         help=spec.help)
 
 
@@ -77,16 +82,20 @@ def group() -> None:
 @group.command("create")
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="The request body (YAML or JSON; - for stdin).")
 @plan_options(*PLAN_FLAGS)
+@tag_option
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
               help="Any other plan field, e.g. --set hyperparameters.warmupSteps=5 (repeatable).")
 @output_option
 @pass_cli
-def create(cli: CliContext, body_file: TextIO | None, sets: tuple[str, ...], fmt: str, **flags: Any) -> None:
+def create(cli: CliContext, body_file: TextIO | None, sets: tuple[str, ...], tags: tuple[str, ...], fmt: str,
+           **flags: Any) -> None:
     """Submit a run. The plan is -f FILE with the flags merged over it."""
     body = build_plan(body_file, flags, sets)
+    if tags:
+        body["tags"] = list(tags)
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
 
 
@@ -120,8 +129,8 @@ def _put(body: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
 
 
 @group.command("get")
-@click.argument("run_id", metavar="[ID]", required=False)
-@list_options()
+@click.argument("run_id", metavar="[ID]", required=False, type=ids.RUN)
+@list_options(labels=True)
 @output_option
 @pass_cli
 def get(cli: CliContext, run_id: str | None, fmt: str, **filters: Any) -> None:
@@ -133,7 +142,7 @@ def get(cli: CliContext, run_id: str | None, fmt: str, **filters: Any) -> None:
 
 
 @group.command("delete")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @output_option
 @pass_cli
 def delete(cli: CliContext, run_id: str, fmt: str) -> None:
@@ -144,7 +153,7 @@ def delete(cli: CliContext, run_id: str, fmt: str) -> None:
 
 
 @group.command("watch")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @pass_cli
 def watch(cli: CliContext, run_id: str) -> None:
     """Live progress until the run ends or is paused; exit code 0 if it SUCCEEDED, else 1."""
@@ -164,7 +173,7 @@ EVENT_STREAM: dict[str, Callable[[dict[str, Any]], None]] = {
 
 
 @group.command("logs")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends or is paused.")
 @output_option
 @pass_cli
@@ -174,14 +183,14 @@ def logs(cli: CliContext, run_id: str, follow: bool, fmt: str) -> None:
     -o json / -o yaml print the events ({time, level, message}) as one list; with -f they print
     each event as it comes instead: -o json one JSON object a line (JSONL), -o yaml one YAML
     document each (a `---` stream)."""
-    if not follow and fmt != "table":
+    if not follow and fmt not in TABLES:
         emit(cli.client.log_items(f"/v1/runs/{run_id}/events"), fmt, tables.events)
         return
     follow_logs(cli.client, run_id, follow=follow, show=EVENT_STREAM.get(fmt))
 
 
 @group.command("metrics")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @click.option("--last", type=click.IntRange(min=1), metavar="N", help="Only the last N points.")
 @output_option
 @pass_cli
@@ -194,14 +203,14 @@ def metrics(cli: CliContext, run_id: str, last: int | None, fmt: str) -> None:
     points = cli.client.log_items(f"/v1/runs/{run_id}/metrics")
     if last is not None:
         points = points[-last:]
-    if fmt == "table" and not points:
+    if fmt in TABLES and not points:
         click.echo(f"run {run_id} has logged no metrics yet")
         return
     emit(points, fmt, tables.metrics)
 
 
 @group.command("download-logs")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path), default=".")
 @pass_cli
 def download_logs(cli: CliContext, run_id: str, directory: Path) -> None:
@@ -211,7 +220,7 @@ def download_logs(cli: CliContext, run_id: str, directory: Path) -> None:
 
 
 @group.command("pause")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @output_option
 @pass_cli
 def pause(cli: CliContext, run_id: str, fmt: str) -> None:
@@ -222,7 +231,7 @@ def pause(cli: CliContext, run_id: str, fmt: str) -> None:
 
 
 @group.command("resume")
-@click.argument("run_id", metavar="ID")
+@click.argument("run_id", metavar="ID", type=ids.RUN)
 @output_option
 @pass_cli
 def resume(cli: CliContext, run_id: str, fmt: str) -> None:
@@ -243,15 +252,16 @@ def branch_plan(parent_plan: dict[str, Any], overrides: dict[str, Any]) -> dict[
 
 
 @group.command("branch")
-@click.argument("snapshot_id", metavar="SNAPSHOT")
+@click.argument("snapshot_id", metavar="SNAPSHOT", type=ids.SNAPSHOT)
 @plan_option("restore", ("restore", "what"), dest="what", required=True)
 @click.option("-f", "--file", "body_file", type=click.File("r"), help="Plan overrides (YAML or JSON).")
 @plan_options(*BRANCH_FLAGS)
+@tag_option
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="Any other plan field (repeatable).")
 @output_option
 @pass_cli
-def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | None, sets: tuple[str, ...], fmt: str,
-           **flags: Any) -> None:
+def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | None, sets: tuple[str, ...],
+           tags: tuple[str, ...], fmt: str, **flags: Any) -> None:
     """Start a run from a snapshot: the parent's plan with the overrides applied."""
     snapshot = cli.client.get(f"/v1/snapshots/{snapshot_id}")
     parent_plan: dict[str, Any] = {"model": snapshot.get("model"), "method": snapshot.get("method"),
@@ -261,7 +271,8 @@ def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | Non
     overrides = build_plan(body_file, flags, sets)
     body = branch_plan(parent_plan, overrides)
     body["restore"] = {"snapshot": snapshot_id, "what": what}
+    body["tags"] = list(tags) if tags else body.get("tags", [])
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
-    if fmt == "table":
+    if fmt in TABLES:
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)

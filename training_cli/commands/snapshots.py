@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from shared import reasons
+from training_cli import short_ids as ids
 from training_cli import tables
 from training_cli.archive import download_adapter
 from training_cli.commands.common import list_options, list_params
@@ -24,7 +25,7 @@ def group() -> None:
 
 
 @group.command("get")
-@click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.argument("snapshot_id", metavar="[ID]", required=False, type=ids.SNAPSHOT)
 @list_options(status=False, run="snapshots")
 @output_option
 @pass_cli
@@ -37,7 +38,7 @@ def get(cli: CliContext, snapshot_id: str | None, fmt: str, **filters: Any) -> N
 
 
 @group.command("download")
-@click.argument("snapshot_id", metavar="ID")
+@click.argument("snapshot_id", metavar="ID", type=ids.SNAPSHOT)
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
 @pass_cli
 def download(cli: CliContext, snapshot_id: str, directory: Path) -> None:

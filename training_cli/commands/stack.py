@@ -12,7 +12,7 @@ from shared import reasons
 from shared.config import training_home
 from training_cli import local_stack
 from training_cli.client import ApiClient
-from training_cli.output import console, dump, duration, list_table, output_option
+from training_cli.output import TABLES, console, dump, duration, list_table, output_option
 from training_cli.quickstart import run_quickstart
 from training_cli.stack_state import StackState
 
@@ -68,7 +68,7 @@ def status(fmt: str) -> None:
         return
     rows = [{"name": r.name, "pid": r.pid, "running": r.alive(), "restarts": r.restarts, "lastExit": r.last_exit,
              "startedAt": r.started_at, "held": r.held} for r in records]
-    if fmt != "table":
+    if fmt not in TABLES:
         dump({"services": rows}, fmt)
         return
     console().print(list_table(["SERVICE", "PID", "RUNNING", "RESTARTS", "LAST ENDED", "UP FOR"], [[

@@ -6,7 +6,7 @@ from flask import Blueprint
 
 from services.api import comparisons as service
 from services.api.context import ctx
-from services.api.paging import page, page_args, visible_cursor, visible_filter
+from services.api.paging import id_prefix_filter, page, page_args, visible_cursor, visible_filter
 from services.api.schemas import ComparisonSchema, page_schema, serialise
 from services.api.views import json_object_body
 from shared.ids import Kind
@@ -25,7 +25,8 @@ def create_comparison():
 @bp.get("/v1/comparisons")
 def list_comparisons():
     limit, after = page_args(Kind.COMPARISON)
-    where = visible_filter(what="comparisons", statuses=EvaluationStatus)  # on the derived status
+    where = visible_filter(id_prefix_filter(Kind.COMPARISON), what="comparisons",
+                           statuses=EvaluationStatus)  # on the derived status
     shown: dict[str, dict] = {}
 
     def derived(doc: dict) -> bool:

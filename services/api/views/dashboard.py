@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, send_from_directory
+from flask import Blueprint, redirect, send_from_directory
 
 bp = Blueprint("dashboard", __name__)
 
@@ -30,6 +30,12 @@ def _sent(name: str):
     response.headers["Content-Security-Policy"] = POLICY
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@bp.get("/")
+def root():
+    """The API's address in a browser: the dashboard."""
+    return redirect(PREFIX + "/", code=302)
 
 
 @bp.get(PREFIX)

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 from flask import Blueprint, request
+from marshmallow import ValidationError
 
 from services.api.auth import principal, require_workload
 from services.api.context import ctx
 from services.api.dataset_files import read_image_files
 from services.api.datasets import create_dataset, delete_dataset, visible_dataset
-from services.api.paging import page, page_args, visible_cursor, visible_filter
+from services.api.paging import both, id_prefix_filter, label_filter, page, page_args, visible_cursor, visible_filter
 from services.api.schemas import DatasetSchema, page_schema, serialise
-from shared import reasons
+from shared import labels, reasons
 from shared.errors import ValidationFailed
 from shared.ids import Kind
 
 bp = Blueprint("datasets", __name__)
+
+
+def form_tags(values: list[str]) -> list[str]:
+    """The form's `tags` (repeated, or one comma list), each checked as a body's tags are."""
+    tags = [tag.strip() for value in values for tag in value.split(",") if tag.strip()]
+    try:
+        return labels.tags_field().deserialize(tags)
+    except ValidationError as exc:
+        problems = exc.messages if isinstance(exc.messages, list) else [m for ms in exc.messages.values() for m in ms]
+        raise ValidationFailed(reasons.form_field_refused("tags", str(problems[0])), details={"field": "tags"}) from None
 
 
 @bp.post("/v1/datasets")
@@ -25,15 +36,20 @@ def upload_dataset():
     workload = request.form.get("workload") or principal().default_workload("runs")
     require_workload(workload)
     name = request.form.get("name") or upload.filename or "dataset.jsonl"
+    if not labels.is_name(name):
+        raise ValidationFailed(reasons.form_field_refused("name", reasons.name_rule(labels.NAME_MAX)),
+                               details={"field": "name"})
+    tags = form_tags(request.form.getlist("tags"))
     images = read_image_files([(f.filename, f.stream) for f in request.files.getlist("images")])
-    doc = create_dataset(ctx(), data=upload.read(), name=name, workload=workload, images=images)
+    doc = create_dataset(ctx(), data=upload.read(), name=name, workload=workload, images=images, tags=tags)
     return serialise(DatasetSchema, doc), 201
 
 
 @bp.get("/v1/datasets")
 def list_datasets():
     limit, after = page_args(Kind.DATASET)
-    items, cursor = ctx().store.list("ds", where=visible_filter(lambda d: not d.get("deleted"), what="datasets"),
+    items, cursor = ctx().store.list("ds", where=visible_filter(
+        both(lambda d: not d.get("deleted"), label_filter(), id_prefix_filter(Kind.DATASET)), what="datasets"),
                                      limit=limit, after=after,
                                      cursor_visible=visible_cursor())
     return serialise(page_schema(DatasetSchema), page(items, cursor))

@@ -9,7 +9,9 @@ from services.api import endpoints as service
 from services.api import proxy
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, states_in, visible_cursor, visible_filter
+from services.api.paging import (
+    both, id_prefix_filter, label_filter, log_page, page, page_args, states_in, visible_cursor, visible_filter,
+)
 from services.api.scheduling import with_waits
 from services.api.schemas import (
     EndpointLogSchema,
@@ -45,8 +47,9 @@ def list_endpoints():
     limit, after = page_args(Kind.ENDPOINT)
     phase = request.args.get("phase")  # ?status= works too (paging.visible_filter)
     phases = states_in(phase, what="endpoints", known=EndpointPhase, param="phase") if phase is not None else None
+    labelled = both(label_filter(), id_prefix_filter(Kind.ENDPOINT))
     items, cursor = ctx().store.list(
-        "ep", where=visible_filter(lambda d: phases is None or d.get("phase") in phases, what="endpoints",
+        "ep", where=visible_filter(lambda d: (phases is None or d.get("phase") in phases) and labelled(d), what="endpoints",
                                    statuses=EndpointPhase), limit=limit, after=after, cursor_visible=visible_cursor())
     return serialise(page_schema(EndpointSchema), page(_shown(items), cursor))
 

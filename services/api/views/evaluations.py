@@ -7,7 +7,9 @@ from flask import Blueprint, request, send_file
 from services.api import evaluations as service
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import checked_id, log_page, page, page_args, visible_cursor, visible_filter
+from services.api.paging import (
+    checked_id, id_prefix_filter, log_page, page, page_args, visible_cursor, visible_filter,
+)
 from services.api.scheduling import with_waits
 from services.api.schemas import EvaluationSchema, EventSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
@@ -37,7 +39,8 @@ def list_evaluations():
     asked = {"comparison": checked_id("comparison", request.args.get("comparison"), Kind.COMPARISON),
              "run": checked_id("run", request.args.get("run"), Kind.RUN)}
     wanted = {field: value for field, value in asked.items() if value is not None}
-    where = visible_filter(lambda d: all(d.get(field) == value for field, value in wanted.items()),
+    prefixed = id_prefix_filter(Kind.EVALUATION)
+    where = visible_filter(lambda d: all(d.get(field) == value for field, value in wanted.items()) and prefixed(d),
                            what="evaluations", statuses=EvaluationStatus)
     items, cursor = ctx().store.list("eval", where=where, limit=limit, after=after,
                                      cursor_visible=visible_cursor())

@@ -10,7 +10,9 @@ from services.api import runs as service
 from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
+from services.api.paging import (
+    both, id_prefix_filter, label_filter, log_page, page, page_args, visible_cursor, visible_filter,
+)
 from services.api.scheduling import with_waits
 from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
 from services.api.views import json_object_body
@@ -31,7 +33,8 @@ def create_run():
 @bp.get("/v1/runs")
 def list_runs():
     limit, after = page_args(Kind.RUN)
-    items, cursor = ctx().store.list("run", where=visible_filter(what="runs", statuses=RunStatus), limit=limit,
+    items, cursor = ctx().store.list("run", where=visible_filter(both(label_filter(), id_prefix_filter(Kind.RUN)), what="runs",
+                                                                    statuses=RunStatus), limit=limit,
                                      after=after, cursor_visible=visible_cursor())
     return serialise(page_schema(RunSchema), page(with_waits(ctx(), items, principal()), cursor))
 

@@ -11,7 +11,9 @@ from services.api.archives import tar_gz
 from services.api.auth import principal, require_workload, visible
 from services.api.branches import require_intact, with_readable
 from services.api.context import ctx
-from services.api.paging import checked_id, checked_workload, page, page_args, visible_cursor, visible_filter
+from services.api.paging import (
+    both, checked_id, checked_workload, id_prefix_filter, page, page_args, visible_cursor, visible_filter,
+)
 from services.api.schemas import SnapshotSchema, page_schema, serialise
 from services.api.views import json_body
 from shared import reasons
@@ -46,8 +48,8 @@ def _snapshot(snapshot_id: str) -> dict:
 def list_snapshots():
     limit, after = page_args(Kind.SNAPSHOT)
     run = checked_id("run", request.args.get("run"), Kind.RUN)
-    where = visible_filter((lambda d: d.get("run") == run) if run is not None else (lambda d: True),
-                           what="snapshots")
+    where = visible_filter(both((lambda d: d.get("run") == run) if run is not None else (lambda d: True),
+                                id_prefix_filter(Kind.SNAPSHOT)), what="snapshots")
     items, cursor = ctx().store.list("snap", where=where, limit=limit, after=after,
                                      cursor_visible=visible_cursor())
     return serialise(page_schema(SnapshotSchema), page([with_readable(ctx(), s) for s in items], cursor))

@@ -76,7 +76,7 @@ def plan(**request):
     body = {"model": TINY["id"], "dataset": "ds-1", "execution": {"pool": "default"}, "workload": "runs",
             **copy.deepcopy(request)}
     parsed = parse_plan(body)
-    parsed.pop("name")
+    parsed.pop("name"), parsed.pop("tags")
     return TrainingPlan.from_dict(parsed)
 
 
@@ -220,7 +220,13 @@ def test_sentences_word_for_word():
     assert reasons.run_already_ended("run-1", "FAILED") == "run run-1 has already ended (FAILED)"
     assert reasons.run_queued(pool="default", gpus=2, engine="sft-ddp") == (
         "queued in pool default for 2 GPU(s); engine sft-ddp")
+    assert reasons.run_queued(pool="default", gpus=2, engine="sft-ddp", device_kind="cpu") == (
+        "queued in pool default for 2 CPU slot(s); engine sft-ddp")  # a pool of CPU nodes: slots
     assert reasons.run_resumed(pool="default", gpus=1) == "resumed by the user; queued in pool default for 1 GPU(s)"
+    assert reasons.run_resumed(pool="default", gpus=1, device_kind="cpu") == (
+        "resumed by the user; queued in pool default for 1 CPU slot(s)")
+    assert reasons.claim_queued(pool="big", gpus=4) == "queued in pool big for 4 GPU(s)"
+    assert reasons.granted(gpus=2, node="n", devices=["cpu:0", "cpu:1"]) == "granted 2 CPU slot(s) on node n (cpu:0, cpu:1)"
     assert reasons.RUN_CANCEL_REQUESTED == "cancel requested by the user"
     assert reasons.RUN_CANCELLED == "cancelled by the user"
     assert reasons.RUN_PAUSE_REQUESTED == "pause requested by the user"

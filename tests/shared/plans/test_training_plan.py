@@ -39,7 +39,7 @@ REQUESTS = [
 
 def stored(request):
     plan = parse_plan(copy.deepcopy(request))
-    plan.pop("name")  # the API keeps a run's name on the run, not in its plan
+    plan.pop("name"), plan.pop("tags")  # the API keeps a run's name and tags on the run, not in its plan
     return plan
 
 
@@ -107,9 +107,9 @@ def _typed_paths(cls, prefix=()):
 
 def test_the_typed_plan_has_a_field_for_every_field_of_the_schema_and_no_other():
     schema = set(_schema_paths(PlanSchema()))
-    # a run's name is the run's; a reward's other keys (field, pattern, target: the built-in
+    # a run's name and tags are the run's; a reward's other keys (field, pattern, target: the built-in
     # functions' parameters, declared for their help text) are its parameters
-    schema -= {("name",), *(("grpo", "rewards", p) for p in ("field", "pattern", "target"))}
+    schema -= {("name",), ("tags",), *(("grpo", "rewards", p) for p in ("field", "pattern", "target"))}
     assert set(_typed_paths(TrainingPlan)) == schema
 
 

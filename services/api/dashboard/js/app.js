@@ -94,6 +94,16 @@ async function showWho() {
   document.getElementById("sign-out").hidden = false;
 }
 
+// `training ui` opens /ui/#token=TOKEN: the token is kept as a typed one is and taken out of the
+// address at once (a fragment never reaches the server, so no log holds it).
+function signInFromAddress() {
+  const found = location.hash.match(/^#token=([^&]+)$/);
+  if (!found) return;
+  token.set(decodeURIComponent(found[1]));
+  history.replaceState(null, "", location.pathname + "#/runs");
+}
+
+signInFromAddress();
 whenUnauthenticated(() => { token.clear(); askForToken("the deployment does not know this token"); });
 window.addEventListener("hashchange", route);
 if (token.get()) showWho().catch(() => {});

@@ -1,10 +1,11 @@
-// #/runs: the runs this token sees, filtered by status and workload (asked of the API) and by method.
+// #/runs: the runs this token sees, filtered by status, workload, name and tags (asked of the API:
+// ?name= holds the text, ?tag= every tag named) and by method.
 
 import { api } from "../api.js";
 import { badge, errorBox, fill, h, link, num, table, when } from "../dom.js";
 
 const STATUSES = ["QUEUED", "STARTING", "RUNNING", "PAUSED", "SUCCEEDED", "FAILED", "CANCELLED"];
-const filters = { status: "", workload: "", method: "" };
+const filters = { status: "", workload: "", method: "", name: "", tags: "" };
 
 export function progressBar(run) {
   const p = run.progress || {};
@@ -25,13 +26,19 @@ export default async function runsPage(main, _params, life) {
   const status = select("status", STATUSES);
   const method = select("method", ["sft", "grpo"]);
   const workload = h("input", { name: "workload", placeholder: "workload", value: filters.workload, size: 14 });
+  const name = h("input", { name: "name", type: "search", placeholder: "name contains", value: filters.name, size: 18,
+                            "aria-label": "name" });
+  const tags = h("input", { name: "tags", placeholder: "tags (a, b)", value: filters.tags, size: 16, "aria-label": "tags" });
   const body = h("div", { id: "runs-table" });
-  main.append(h("h1", {}, "Runs"), h("form", { class: "filters", id: "run-filters" }, status, workload, method), body);
+  main.append(h("h1", {}, "Runs"),
+    h("form", { class: "filters", id: "run-filters" }, name, tags, status, workload, method), body);
 
   async function refresh() {
     const query = new URLSearchParams({ limit: "200" });
     if (filters.status) query.set("status", filters.status);
     if (filters.workload) query.set("workload", filters.workload);
+    if (filters.name) query.set("name", filters.name);
+    for (const tag of filters.tags.split(",").map((t) => t.trim()).filter(Boolean)) query.append("tag", tag);
     let page;
     try {
       page = await api.get(`/v1/runs?${query}`);
@@ -41,7 +48,8 @@ export default async function runsPage(main, _params, life) {
     }
     const runs = page.items.filter((r) => !filters.method || r.plan.method === filters.method);
     const rows = runs.map((r) => h("tr", { "data-run": r.id },
-      h("td", {}, link(`#/runs/${r.id}`, r.name || r.id)),
+      h("td", {}, link(`#/runs/${r.id}`, r.name || r.id),
+        (r.tags || []).length ? h("span", { class: "muted tags" }, ` ${r.tags.join(", ")}`) : ""),
       h("td", {}, badge(r.status)),
       h("td", {}, r.plan.method),
       h("td", {}, r.plan.model),
@@ -55,9 +63,10 @@ export default async function runsPage(main, _params, life) {
       : h("p", { class: "muted" }, "no runs match"));
   }
 
-  for (const input of [status, method, workload]) {
+  for (const input of [status, method, workload, name, tags]) {
     input.addEventListener("change", () => { filters[input.name] = input.value.trim(); refresh(); });
   }
+  document.getElementById("run-filters").addEventListener("submit", (event) => event.preventDefault());
   await refresh();
   life.every(3000, refresh);
 }
