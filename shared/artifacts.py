@@ -96,6 +96,13 @@ def tensorboard_key(run_id: str) -> str:
     return f"{run_key(run_id)}/tensorboard"
 
 
+def process_log_key(run_id: str, started: str | None = None) -> str:
+    """A run's process logs (issue 30): one file per worker process that trained it, named by when
+    it started (`started`: a UTC stamp, so the names sort in time); without it, their folder."""
+    folder = f"{run_key(run_id)}/process-log"
+    return folder if started is None else f"{folder}/{started}.log"
+
+
 def wandb_key(run_id: str) -> str:
     """Where W&B writes an offline run of it (`wandb sync` uploads it later)."""
     return f"{run_key(run_id)}/wandb"

@@ -22,7 +22,7 @@ class EvaluationCreateSchema(Schema):
     snapshot = fields.String(load_default=None, allow_none=True,
                              metadata={"description": "score this snapshot's adapter over the model; "
                                                       "none scores the base model"})
-    dataset = fields.String(required=True, metadata={"description": "dataset id: chat, completion or prompt rows"})
+    dataset = fields.String(required=True, metadata={"description": "dataset (id or name): chat, completion or prompt rows"})
     gpus = count(load_default=1, minimum=1, maximum=MAX_GPUS, why="GPUs of one node",
                  description="GPUs (or CPU slots) of one node it scores on")
     pool = fields.String(load_default=None, allow_none=True,
@@ -51,7 +51,7 @@ class ComparisonCreateSchema(Schema):
                             metadata={"uniqueItems": True,
                                       "description": "the snapshots to compare (a parent and its branches), "
                                                      "all of one base model"})
-    dataset = fields.String(required=True, metadata={"description": "dataset id every snapshot is scored on"})
+    dataset = fields.String(required=True, metadata={"description": "dataset (id or name) every snapshot is scored on"})
     pool = fields.String(load_default=None, allow_none=True,
                          metadata={"description": "pool its evaluations queue in; default: the default pool"})
     workload = fields.String(load_default=None, allow_none=True, validate=_WORKLOAD,

@@ -61,6 +61,12 @@ class ApiClient:
                 out.write(chunk)
         return target
 
+    def text(self, path: str) -> str:
+        """A text answer (a run's process log) as it came."""
+        response = self._request("GET", path)
+        response.encoding = response.encoding or "utf-8"
+        return response.text
+
     def items(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         """Every item of a paged list, following `nextCursor`."""
         params = dict(_clean(params) or {})

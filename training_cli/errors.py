@@ -44,6 +44,12 @@ def detail_lines(details: Any) -> list[str]:
     for key, value in details.items():
         if key == "faultCount":
             continue  # said once below, after the faults
+        if key == "fields" and isinstance(value, dict) and len(value) > 1:
+            # a request body's every refused field (the message names the first): all of them, one a
+            # line, so a plan is fixed in one go (issue 30)
+            lines.extend(f"field {name}: {'; '.join(map(str, problems if isinstance(problems, list) else [problems]))}"
+                         for name, problems in value.items())
+            continue
         if isinstance(value, list):
             lines.extend(_item(v) for v in value)
             shown += len(value)

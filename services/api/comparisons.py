@@ -76,7 +76,7 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
              "restore": _restore_kind(context, snap)} for snap in snapshots]
     doc = context.store.create({
         "id": comparison_id, "kind": "comparison", "workload": workload, "model": model,
-        "dataset": spec["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": evaluations, "detail": None,
+        "dataset": checked[0]["doc"]["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": evaluations, "detail": None,
     })
     context.store.add_event(comparison_id, reasons.comparison_queued(len(evaluations), pool_name))
     return comparison_view(context, doc)

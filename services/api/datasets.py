@@ -55,14 +55,34 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
     })
 
 
-def visible_dataset(context: Context, dataset_id: str, who: Principal, *, field: str = "dataset") -> dict[str, Any]:
-    """A dataset this token may use, still there: 404 naming `field` otherwise (a deleted one says so)."""
+def visible_dataset(context: Context, dataset_id: str, who: Principal, *, field: str = "dataset",
+                    by_name: bool = True) -> dict[str, Any]:
+    """A dataset this token may use, still there, named by its id or (`by_name`, issue 30) by its
+    name: the `--name` it was uploaded with, else its file's name. 404 naming `field` otherwise (a
+    deleted one says so); 400 when a name fits several live datasets, listing their ids. Another
+    workload's dataset answers as an unknown one, by id and by name."""
     doc = context.store.get(dataset_id)
+    if doc is None and by_name:
+        doc = _named(context, dataset_id, who, field=field)
     if doc is None or doc.get("kind") != "dataset" or not who.may_use(doc.get("workload", "")):
         raise NotFound(reasons.resource_unknown("dataset", dataset_id), details={"field": field})
     if doc.get("deleted"):
-        raise NotFound(reasons.dataset_deleted(dataset_id, doc["deletedAt"]), details={"field": field})
+        raise NotFound(reasons.dataset_deleted(doc["id"], doc["deletedAt"]), details={"field": field})
     return doc
+
+
+# The most datasets a name lookup reads: a name that fits more is refused as ambiguous all the same.
+NAME_MATCHES_READ = 20
+
+
+def _named(context: Context, name: str, who: Principal, *, field: str) -> dict[str, Any] | None:
+    """The one live dataset of the caller's workloads called `name`; None when there is none."""
+    found, _ = context.store.list("ds", limit=NAME_MATCHES_READ, where=lambda d: d.get("name") == name and not d.get(
+        "deleted") and who.may_use(d.get("workload", "")))
+    if len(found) > 1:
+        ids = [d["id"] for d in found]
+        raise ValidationFailed(reasons.dataset_name_ambiguous(name, ids), details={"field": field, "ids": ids})
+    return found[0] if found else None
 
 
 def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[str, Any]:
@@ -70,7 +90,7 @@ def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[st
     PAUSED run reads them again when it resumes). Its file goes once no other live dataset holds
     the same rows (files are shared by content). The record stays, marked deleted, so the runs
     that trained on it still name it."""
-    doc = visible_dataset(context, dataset_id, who, field="id")
+    doc = visible_dataset(context, dataset_id, who, field="id", by_name=False)
     users = _readers(context, doc["digest"], who)
     if users:
         raise Conflict(reasons.dataset_in_use(dataset_id, users), details={"users": [u[1] for u in users]})

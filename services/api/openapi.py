@@ -146,6 +146,10 @@ ROUTES = {
                                         200, LOG_AFTER)},
     "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series", None,
                                          schemas.log_page_schema(schemas.MetricPointSchema), 200, LOG_AFTER)},
+    "/v1/runs/{runId}/process-log": {"get": ("its process output as text/plain: the libraries' log lines, its events "
+                                             "and metric points, each rank's output and, on failure, the traceback, "
+                                             "of each worker process that trained it (the last 1 MiB of each, the "
+                                             "last 8 processes)", None, None, 200)},
     "/v1/runs/{runId}/tensorboard": {"get": ("its TensorBoard event files as .tar.gz (`tensorboard --logdir` "
                                              "reads them unpacked; one file per attempt)", None, None, 200)},
     "/v1/endpoints": {

@@ -33,6 +33,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
 
     pool, gpus, engine = plan.execution.pool, plan.execution.gpus, accepted.engine.name
     dataset, validation, parent = facts.dataset(), facts.validation_dataset(), accepted.parent
+    # a dataset named by its name (issue 30) is stored by its id, as every plan names it
+    plan = replace(plan, dataset=dataset["id"], validation_dataset=validation["id"] if validation else None)
     run = context.store.create({
         "id": new_id(Kind.RUN),
         "kind": "run",
@@ -47,7 +49,8 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "gpus": gpus,
         "datasetDigest": dataset["digest"],
         "validationDatasetDigest": validation["digest"] if validation else None,
-        "progress": {"step": 0, "totalSteps": None, "loss": None, "firstLoss": None,
+        # a trainingState branch starts at its snapshot's step (stepRange), not at 0
+        "progress": {"step": accepted.step_range["startStep"], "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
         "scheduling": {"claim": None, "pool": pool, "node": None, "devices": [], "position": None},
         "snapshots": [],
@@ -56,6 +59,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         "pauseRequested": False,
         "attempts": 0,
         "judgeWorkloads": accepted.judge_workloads,
+        "stepRange": accepted.step_range,
         "parent": ({"snapshot": parent["id"], "run": parent.get("run"), "restore": plan.restore_kind}
                    if parent else None),
         "startedAt": None,

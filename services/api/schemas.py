@@ -113,6 +113,17 @@ class RunParentSchema(Schema):
     restore = fields.String(metadata={"description": "what it restores: weights or trainingState"})
 
 
+class StepRangeSchema(Schema):
+    startStep = fields.Integer(metadata={"description": "the step it starts from: 0, or for a trainingState branch "
+                                                        "its snapshot's step (it continues that step count)"})
+    endStep = fields.Integer(metadata={"description": "the step it ends at: hyperparameters.maxSteps, else what its "
+                                                      "epochs make"})
+    newSteps = fields.Integer(metadata={"description": "the steps it trains: endStep - startStep (never 0: such a "
+                                                       "plan is refused)"})
+    estimated = fields.Boolean(metadata={"description": "true for a plan by epochs: endStep is epochs x rows / "
+                                                        "batchSize, and the engine counts the rows it trains on"})
+
+
 class RunSchema(ResourceSchema):
     status = fields.String(metadata={"description": "QUEUED, STARTING, RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED"})
     name = fields.String(allow_none=True, metadata={"description": "a name for people (?name= finds it)"})
@@ -131,6 +142,8 @@ class RunSchema(ResourceSchema):
     latestSnapshot = fields.String(allow_none=True)
     parent = fields.Nested(RunParentSchema, allow_none=True,
                            metadata={"description": "a branch: where it starts from; null for a fresh run"})
+    stepRange = fields.Nested(StepRangeSchema, allow_none=True, metadata={
+        "description": "how long it trains, on its own step count (docs/api.md); null for runs stored before it"})
     cancelRequested = fields.Boolean()
     pauseRequested = fields.Boolean(metadata={"description": "a pause was asked and the worker has not paused it yet"})
     attempts = fields.Integer(metadata={

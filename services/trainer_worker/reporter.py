@@ -75,6 +75,7 @@ class RunReporter(WorkReporter):
         # (name, step) already in the run's series, from an earlier attempt: not logged again
         self.logged = SentSteps(earlier)
         self.unsaved = False  # a step trained here since the last snapshot written here
+        self.process_log = None  # process_log.ProcessLog: events and points go to it too (issue 30)
 
     @property
     def first_loss(self) -> float | None:
@@ -98,6 +99,8 @@ class RunReporter(WorkReporter):
 
     def metrics(self, point: dict[str, Any]) -> None:
         point = {**point, "attempt": self.attempt, "time": now_iso()}
+        if self.process_log is not None:
+            self.process_log.write(json.dumps(point))
         if self.logged.fresh(point):  # else a step trained again after a resume, already in the series
             self.store.add_metrics(self.run_id, point)
             if self.trackers is not None:
@@ -132,6 +135,11 @@ class RunReporter(WorkReporter):
             return doc
 
         self.update(progress)
+
+    def event(self, message: str, level: str = "info") -> None:
+        if self.process_log is not None:
+            self.process_log.write(f"{level.upper()} {message}")
+        super().event(message, level)
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from services.trainer_worker import stopping
-from services.trainer_worker.engines.base import SnapshotDiskFull
+from services.trainer_worker.engine_errors import engine_failure
+from services.trainer_worker.engines.base import NothingToTrain, SnapshotDiskFull
 from services.trainer_worker.lease import Lease, LeaseLost, fenced_move
 from services.trainer_worker.node_worker import Worker, take_devices, use_granted_devices
+from services.trainer_worker.process_log import ProcessLog
 from services.trainer_worker.reporter import STOP_REQUEUE, CancelledWhileStarting, RunReporter
 from services.trainer_worker.trackers import Trackers
 from shared import reasons
@@ -32,6 +34,8 @@ def train_run(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease:
                            earlier=earlier)
     reporter.trackers = Trackers(settings=worker.config.trackers, artifacts=worker.artifacts, run=run,
                                  earlier=earlier, warn=lambda m: reporter.event(m, level="warn"))
+    reporter.process_log = ProcessLog(worker.artifacts, run_id).attach()
+    reporter.process_log.write(reasons.process_log_started(holder=worker.holder, attempt=reporter.attempt))
     stopping.current().stops_itself(lambda: reporter.unsaved)  # it saves them at its next step boundary
     stopping.current().writes_first(reporter.flush_progress)  # given back by the watchdog: its last step shown
     reporter.event(reasons.work_taken(worker.holder, "run", devices, lease.fence))
@@ -39,6 +43,9 @@ def train_run(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease:
         return _train_and_end(worker, run, claim, lease, log, devices, reporter)
     finally:
         reporter.trackers.close(None)  # stopped without an outcome (lease lost, store away); else a no-op
+        # a run across several devices: each rank's own output, where its traceback is
+        reporter.process_log.rank_outputs(_work_dir(worker, run) / "ranks")
+        reporter.process_log.detach()
 
 
 def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], lease: Lease, log,
@@ -61,16 +68,15 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
             elif result.stopped_early and reporter.stop == "cancel":
                 outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
             else:
-                outcome = RunStatus.SUCCEEDED.value
-                # the run's first loss, not this attempt's: a resumed run's summary covers the whole run
-                first = reporter.first_loss if reporter.first_loss is not None else result.first_loss
-                reporter.event(reasons.run_succeeded(result.final_step, first, result.last_loss))
+                outcome, detail = _ended(run, result, reporter)
     except LeaseLost as exc:
         log.warning("lease lost; leaving the run to its new holder", error=str(exc))
         return "stopped: lease lost"
     except SnapshotDiskFull as exc:  # not a failure: paused, resumable once space is freed (issue 26)
         outcome, detail = RunStatus.PAUSED.value, str(exc)
         reporter.event(detail, level="warn")
+    except NothingToTrain as nothing:  # before its first step: never SUCCEEDED in silence (issue 30)
+        outcome, detail = _nothing_trained(run, nothing, reporter)
     except CancelledWhileStarting:  # cancelled while its engine loaded: not one step trained
         outcome, detail = RunStatus.CANCELLED.value, reasons.CANCELLED_BY_USER
     except Exception as exc:  # the engine failed: the run says why, the worker lives on
@@ -86,7 +92,8 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
                 given = stopping.hand_back(worker, claim, lease, log, late=True)
             return f"{given}: worker stopping" if given else "stopped: no longer this claim's"
         log.exception("run failed")
-        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(WorkFailed.of(exc).sentence)
+        reporter.process_log.traceback(exc)
+        outcome, detail = RunStatus.FAILED.value, reasons.run_failed(engine_failure(exc, run).sentence)
         reporter.event(detail, level="error")
 
     # Before the run reads as ended: whoever sees it SUCCEEDED finds its tracker files complete.
@@ -103,6 +110,32 @@ def _train_and_end(worker: Worker, run: dict[str, Any], claim: dict[str, Any], l
         reporter.event(reasons.run_paused_by_user(reporter.last_step))
     log.info("run ended", status=outcome)
     return outcome
+
+
+def _ended(run: dict[str, Any], result, reporter: RunReporter) -> tuple[str, str | None]:
+    """(status, detail) of a run whose engine finished its steps; one that took none is never a
+    silent success (issue 30: `_nothing_trained`)."""
+    if result.trained_steps == 0:
+        return _nothing_trained(run, NothingToTrain(start_step=result.start_step, end_step=result.final_step),
+                                reporter)
+    # the run's first loss, not this attempt's: a resumed run's summary covers the whole run
+    first = reporter.first_loss if reporter.first_loss is not None else result.first_loss
+    reporter.event(reasons.run_succeeded(result.final_step, first, result.last_loss))
+    return RunStatus.SUCCEEDED.value, None
+
+
+def _nothing_trained(run: dict[str, Any], nothing: NothingToTrain, reporter: RunReporter) -> tuple[str, str | None]:
+    """A run whose engine took no step: FAILED saying why, unless it resumed its own snapshot of its
+    last step (its worker was lost after writing it), which ends SUCCEEDED with a warn event saying
+    that nothing was left to train."""
+    docs = reporter.store.get_many(run.get("snapshots") or [])
+    own = [int(doc["step"]) for doc in docs if (doc.get("contents") or {}).get("trainingState")]
+    if own and max(own) >= nothing.start_step >= nothing.end_step:
+        reporter.event(reasons.run_nothing_left_to_train(nothing.start_step), level="warn")
+        return RunStatus.SUCCEEDED.value, None
+    detail = reasons.run_failed(nothing.sentence)
+    reporter.event(detail, level="error")
+    return RunStatus.FAILED.value, detail
 
 
 def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
@@ -139,6 +172,10 @@ def restore_for(worker: Worker, run: dict[str, Any], reporter: Any = None):
     return None
 
 
+def _work_dir(worker: Worker, run: dict[str, Any]) -> Path:
+    return worker.artifacts.scratch(run_work_key(run["id"], int(run.get("attempts") or 0)))
+
+
 def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporter: RunReporter):
     use_granted_devices(worker, devices)
     from services.trainer_worker.engines import train
@@ -154,7 +191,7 @@ def _run_engine(worker: Worker, run: dict[str, Any], devices: list[str], reporte
         engine=run["engine"],
         model_dir=Path(model_dir),
         dataset_path=worker.artifacts.get_file(dataset_key(run["datasetDigest"])),
-        work_dir=worker.artifacts.scratch(run_work_key(run["id"], int(run.get("attempts") or 0))),
+        work_dir=_work_dir(worker, run),
         devices=devices,
         restore=restore_for(worker, run, reporter),
         judge_address=JudgeAddresses(worker.config.redis_url, worker.config.key_prefix,

@@ -78,6 +78,7 @@ class Accepted:
 
     engine: EngineSpec
     parent: Mapping[str, Any] | None = None  # the snapshot a branch restores
+    step_range: dict[str, Any] = field(default_factory=dict)  # how long it trains (`step_range`)
     judge_workloads: dict[str, str] = field(default_factory=dict)  # judge (id or name) -> its workload
 
 
@@ -98,6 +99,7 @@ def check(plan: TrainingPlan, facts: PlanFacts) -> Accepted:
     _target_modules(plan, model)
     _steps(plan, dataset_rows=int(dataset["rows"]))
     parent = _restore(plan, facts)
+    _trains_a_step(plan, parent, dataset_rows=int(dataset["rows"]))
     # the engine that trains it, or why none does (400 for rows no engine of the method trains on)
     engine = resolve(plan, model=model, pool=pool, dataset_format=dataset["format"],
                      dataset_modality=dataset.get("modality") or TEXT)  # datasets stored before images: text
@@ -107,7 +109,8 @@ def check(plan: TrainingPlan, facts: PlanFacts) -> Accepted:
     _packing_takes_no_images(plan, dataset)
     _batch_splits(plan)
     _same_engine(plan, parent, engine.name)
-    return Accepted(engine=engine, parent=parent, judge_workloads=judge_workloads)
+    return Accepted(engine=engine, parent=parent, judge_workloads=judge_workloads,
+                    step_range=step_range(plan, parent, dataset_rows=int(dataset["rows"])))
 
 
 # --- The datasets, the pool
@@ -182,14 +185,44 @@ def _target_modules(plan: TrainingPlan, model: Mapping[str, Any]) -> None:
             details={"field": "adapter.targetModules", "unknown": unknown, "modules": modules})
 
 
+def steps_by_epochs(plan: TrainingPlan, *, dataset_rows: int) -> int:
+    """The steps a plan by epochs makes: epochs x rows / batchSize (a grpo step trains on batchSize
+    completions, numGenerations per row). An estimate: the engine counts the rows it trains on (an
+    sft run's packed sequences, rows its maxSeqLength leaves without a trained token)."""
+    hp = plan.hyperparameters
+    per_row = plan.grpo_settings.num_generations if plan.is_grpo else 1
+    return math.ceil((hp.epochs or 0) * max(dataset_rows, 1) * per_row / hp.batch_size)
+
+
+def end_step(plan: TrainingPlan, *, dataset_rows: int) -> int:
+    """The step a run of `plan` ends at, on its own step count (docs/api.md "How long a run
+    trains"): maxSteps, else what its epochs make (estimated, `steps_by_epochs`)."""
+    hp = plan.hyperparameters
+    return hp.max_steps if hp.max_steps is not None else steps_by_epochs(plan, dataset_rows=dataset_rows)
+
+
+def start_step(plan: TrainingPlan, parent: Mapping[str, Any] | None) -> int:
+    """The step a run of `plan` starts from: a trainingState branch continues its snapshot's step
+    count; a fresh run and a weights branch (a fresh optimizer over an inherited adapter) count from 0."""
+    if parent is None or plan.restore_kind != TRAINING_STATE:
+        return 0
+    return int(parent.get("step") or 0)
+
+
+def step_range(plan: TrainingPlan, parent: Mapping[str, Any] | None, *, dataset_rows: int) -> dict[str, Any]:
+    """What the run's JSON says of how long it trains (`stepRange`): the step it starts from, the
+    step it ends at, the steps it trains, and whether that is an estimate (a plan by epochs)."""
+    start, end = start_step(plan, parent), end_step(plan, dataset_rows=dataset_rows)
+    return {"startStep": start, "endStep": end, "newSteps": max(end - start, 0),
+            "estimated": plan.hyperparameters.max_steps is None}
+
+
 def _steps(plan: TrainingPlan, *, dataset_rows: int) -> None:
-    """A plan that trains by epochs makes epochs x rows / batchSize steps (a grpo step trains on
-    batchSize completions, numGenerations per row): at most MAX_STEPS, like maxSteps."""
+    """A plan that trains by epochs makes epochs x rows / batchSize steps: at most MAX_STEPS, like maxSteps."""
     hp = plan.hyperparameters
     if hp.max_steps is not None or not hp.epochs:
         return
-    per_row = plan.grpo_settings.num_generations if plan.is_grpo else 1
-    steps = math.ceil(hp.epochs * max(dataset_rows, 1) * per_row / hp.batch_size)
+    steps = steps_by_epochs(plan, dataset_rows=dataset_rows)
     if steps > MAX_STEPS:
         raise ValidationFailed(
             reasons.plan_field_refused("hyperparameters.epochs", reasons.epochs_too_many_steps(
@@ -245,6 +278,25 @@ def _restore(plan: TrainingPlan, facts: PlanFacts) -> Mapping[str, Any] | None:
     _intact(facts, snap, WEIGHTS)  # last: its files are read whole
     _intact(facts, snap, TRAINING_STATE)
     return snap
+
+
+def _trains_a_step(plan: TrainingPlan, parent: Mapping[str, Any] | None, *, dataset_rows: int) -> None:
+    """A plan that would train no step is refused (issue 30): only a trainingState branch can be one,
+    since it continues its snapshot's step count and maxSteps is the step a run ends at. A plan by
+    epochs is judged by its estimate; the engine refuses to end SUCCEEDED having trained nothing."""
+    start = start_step(plan, parent)
+    end = end_step(plan, dataset_rows=dataset_rows)
+    if parent is None or end > start:
+        return
+    hp = plan.hyperparameters
+    if hp.max_steps is not None:
+        planned, field_ = reasons.planned_by_steps(hp.max_steps), "hyperparameters.maxSteps"
+    else:
+        planned = reasons.planned_by_epochs(epochs=hp.epochs, rows=dataset_rows, batch_size=hp.batch_size, steps=end)
+        field_ = "hyperparameters.epochs"
+    raise ValidationFailed(
+        reasons.branch_trains_no_step(snapshot_id=parent["id"], snapshot_step=start, planned=planned),
+        details={"field": field_, "startStep": start, "endStep": end})
 
 
 def _intact(facts: PlanFacts, snapshot: Mapping[str, Any], part: str) -> None:

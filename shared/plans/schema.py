@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import Any
 
 from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, ValidationError, fields, missing, validate, validates_schema
@@ -127,7 +128,11 @@ class HyperparametersSchema(Schema):
                                                    "at most 10000, and at most 10000000 steps: "
                                                    "epochs x rows / batchSize)", **ABOVE_MINIMUM})
     maxSteps = count(load_default=None, allow_none=True, minimum=1, maximum=MAX_STEPS,
-                     why="months of training at the fastest step rate", description="optimizer steps to train")
+                     why="months of training at the fastest step rate",
+                     description="the optimizer step the run ends at. A fresh run and a weights branch count "
+                                 "from step 0, so they train maxSteps steps; a trainingState branch continues its "
+                                 "snapshot's step count and trains maxSteps minus the snapshot's step (the run's "
+                                 "stepRange says how many)")
     batchSize = count(load_default=8, minimum=1, maximum=65536, why="rows a step can hold",
                       description="global batch size, the same whatever the GPU count")
     gradientAccumulation = count(load_default=1, minimum=1, maximum=1024, why="micro-batches a step can hold",
@@ -252,9 +257,11 @@ class PlanSchema(Schema):
     method = fields.String(load_default="sft", validate=validate.OneOf(METHODS),
                            metadata={"description": "sft or grpo"})
     model = fields.String(required=True, metadata={"description": "base-model id from the catalog"})
-    dataset = fields.String(required=True, metadata={"description": "dataset id"})
+    dataset = fields.String(required=True, metadata={
+        "description": "dataset: its id, or the name of one of your live datasets"})
     validationDataset = fields.String(load_default=None, allow_none=True,
-                                      metadata={"description": "dataset id scored for validation loss as the run trains"})
+                                      metadata={"description": "dataset (id or name) scored for validation loss "
+                                                               "as the run trains"})
     validation = fields.Nested(ValidationPolicySchema, load_default=lambda: ValidationPolicySchema().load({}))
     precision = fields.String(load_default="fp32", validate=validate.OneOf(PRECISIONS),
                               metadata={"description": "the precision the model trains in (each base model lists "
@@ -290,7 +297,8 @@ def parse_plan(body: Any) -> dict[str, Any]:
     try:
         plan = PlanSchema().load(body)
     except ValidationError as exc:
-        fields_ = _flatten(exc.messages)
+        fields_ = {path: [_with_suggestion(path, problem) for problem in problems]
+                   for path, problems in _flatten(exc.messages).items()}
         first, problems = next(iter(fields_.items()))
         raise ValidationFailed(reasons.plan_field_refused(first, problems[0]), details={"fields": fields_}) from None
     hp = plan["hyperparameters"]
@@ -299,6 +307,50 @@ def parse_plan(body: Any) -> dict[str, Any]:
     if plan["method"] == "grpo" and plan["grpo"] is None:
         plan["grpo"] = GrpoSchema().load({})
     return plan
+
+
+# What marshmallow says of a key no field of the schema has (Meta.unknown = RAISE).
+UNKNOWN_FIELD = fields.Field.default_error_messages.get("unknown", "Unknown field.")
+
+
+def _with_suggestion(path: str, problem: str) -> str:
+    """marshmallow's "Unknown field." with the plan field the key was likely meant to be (issue 30):
+    `max_steps` -> maxSteps, `hyperparameters.maxstep` -> maxSteps, a top-level `maxSteps` ->
+    hyperparameters.maxSteps."""
+    if problem != UNKNOWN_FIELD:
+        return problem
+    suggestion = near_field(path)
+    return reasons.unknown_field_did_you_mean(suggestion) if suggestion else problem
+
+
+def _paths(schema: Schema, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every field path of a schema, nested ones included."""
+    found = []
+    for name, field_ in schema.fields.items():
+        found.append((*prefix, name))
+        inner = field_.inner if isinstance(field_, fields.List) else field_
+        if isinstance(inner, fields.Nested):
+            found.extend(_paths(inner.schema, (*prefix, name)))
+    return found
+
+
+def near_field(path: str) -> str | None:
+    """The plan field an unknown key at `path` was likely meant to be, written as a path from where
+    the key sits when it is a sibling there, else from the plan's top; None when nothing is near."""
+    import difflib
+
+    *parents, key = [part for part in path.split(".") if not part.isdigit()]
+    wanted = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key.strip("_"))  # snake_case -> camelCase
+    every = _paths(_schema())
+    siblings = {p[-1]: p for p in every if list(p[:-1]) == parents}
+    folded = {name.lower(): name for name in siblings}
+    if wanted.lower() in folded:
+        return folded[wanted.lower()]
+    close = difflib.get_close_matches(wanted.lower(), list(folded), n=1, cutoff=0.75)
+    if close:
+        return folded[close[0]]
+    elsewhere = [p for p in every if p[-1].lower() == wanted.lower()]
+    return ".".join(elsewhere[0]) if len(elsewhere) == 1 else None
 
 
 @functools.cache

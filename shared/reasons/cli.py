@@ -34,6 +34,15 @@ def set_flag_invalid(item: str) -> str:
     return f"--set takes PATH=VALUE, got {item!r}"
 
 
+def run_trains_steps(*, new_steps: int, start_step: int, end_step: int | None, estimated: bool) -> str:
+    """What `runs create` and `runs branch` say of a new run's stepRange (issue 30)."""
+    about = "about " if estimated else ""
+    return f"it trains {about}{new_steps} step(s): from step {start_step} to step {end_step}"
+
+
+PROCESS_LOG_NOT_FOLLOWED = "--process prints the process log as it is now; it takes no -f"
+
+
 def archive_unreadable(what: str, error: str) -> str:
     return f"the {what} archive could not be read: {error}"
 

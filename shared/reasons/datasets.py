@@ -54,6 +54,11 @@ def dataset_deleted(dataset_id: str, deleted_at: str) -> str:
     return f"dataset {dataset_id} was deleted at {deleted_at}; upload its rows again to use them"
 
 
+def dataset_name_ambiguous(name: str, ids: list[str]) -> str:
+    """A run or evaluation names its dataset by a name several live datasets have (issue 30)."""
+    return f"{len(ids)} datasets are named {name} ({', '.join(ids)}); name the one to use by its id"
+
+
 def dataset_in_use(dataset_id: str, users: list[tuple[str, str, str]]) -> str:
     """users: (kind, id, status) of the runs and evaluations that still read the dataset's rows."""
     shown = ", ".join(f"{kind} {rid} ({status})" for kind, rid, status in users[:3])

@@ -180,6 +180,12 @@ def validation_format_differs(*, validation: str, validation_format: str, datase
             f"{dataset_format} rows; a run validates on rows of its training format")
 
 
+def unknown_field_did_you_mean(suggestion: str) -> str:
+    """A request's key that no plan field has, with the field it was likely meant to be (issue 30:
+    `max_steps` -> maxSteps; a sibling's name, or a path from the plan's top)."""
+    return f"Unknown field. Did you mean {suggestion}?"
+
+
 def plan_field_unknown(field: str) -> str:
     """A stored plan holding a key no field of the plan has (training_plan.py reads none by half)."""
     return f"plan field {field} is not a field of a run plan"
@@ -188,3 +194,23 @@ def plan_field_unknown(field: str) -> str:
 def plan_field_missing(field: str) -> str:
     """A stored plan without a field that has no default (model, dataset)."""
     return f"plan field {field} is missing, and it has no default"
+
+
+# --- How long a run trains: maxSteps is the step a run ends at, on its own step count (docs/api.md)
+
+def branch_trains_no_step(*, snapshot_id: str, snapshot_step: int, planned: str) -> str:
+    """A trainingState branch whose plan ends at or before its snapshot's step (issue 30): it
+    continues the snapshot's step count, so it would train nothing. `planned` is `planned_by_steps`
+    or `planned_by_epochs`."""
+    return (f"this trainingState branch would train no step: it continues the step count of snapshot "
+            f"{snapshot_id} from step {snapshot_step}, and {planned}. maxSteps is the step a run ends at, not the "
+            f"steps it adds: set maxSteps above {snapshot_step} (maxSteps {snapshot_step + 50} trains 50 steps), "
+            "or restore its weights to count steps from 0")
+
+
+def planned_by_steps(max_steps: int) -> str:
+    return f"maxSteps {max_steps} ends it at step {max_steps}"
+
+
+def planned_by_epochs(*, epochs: float, rows: int, batch_size: int, steps: int) -> str:
+    return f"{epochs:g} epoch(s) of {rows} row(s) at batchSize {batch_size} end it at about step {steps}"

@@ -119,3 +119,46 @@ def run_resumed(*, pool: str, gpus: int, device_kind: str = "cuda") -> str:
 RUN_CANCEL_REQUESTED = "cancel requested by the user"
 RUN_CANCELLED = CANCELLED_BY_USER
 RUN_PAUSE_REQUESTED = "pause requested by the user"
+
+
+# --- A run whose engine trained no step (issue 30: never SUCCEEDED in silence)
+
+def run_trained_no_step(*, start_step: int, end_step: int) -> str:
+    """Why a run's engine took no step (engines/base.py NothingToTrain): it starts at or past the
+    step its plan ends at (a trainingState branch by epochs, which the API could only estimate, or a
+    plan stored before the API refused such branches)."""
+    return (f"there is no step to train: it starts at step {start_step}, and its plan ends at step {end_step}. "
+            "maxSteps is the step a run ends at; a trainingState branch counts on from its snapshot's step")
+
+
+def run_nothing_left_to_train(step: int) -> str:
+    """Event of a resumed run whose own latest snapshot was already at its last step (its worker
+    was lost after writing it): nothing was left to train, and the run ends SUCCEEDED."""
+    return (f"nothing left to train: this run's own snapshot of step {step} is already at its last step "
+            "(its previous worker stopped after writing it); it ends SUCCEEDED with no new step")
+
+
+# --- A run's process log (services/trainer_worker/process_log.py; GET /v1/runs/ID/process-log)
+
+def process_log_started(*, holder: str, attempt: int) -> str:
+    """The first line of one worker process's log of a run."""
+    return f"worker process {holder} takes the run (attempt {attempt})"
+
+
+def process_log_cut(cut_bytes: int, kept_bytes: int) -> str:
+    return f"[the first {cut_bytes} bytes of this process's log were cut: it keeps its last {kept_bytes} bytes]"
+
+
+def process_log_rank_output(rank: str, size: int, shown: int) -> str:
+    """Before a rank's own output, as a run across several devices ends."""
+    return (f"--- the output of {rank} ({size} bytes" + (f"; its last {shown} shown" if shown < size else "")
+            + ") ---")
+
+
+def process_logs_left_out(left_out: int, shown: int) -> str:
+    """The API's answer holds the logs of the last processes that trained the run."""
+    return f"[{left_out} earlier process log(s) of this run are left out: the last {shown} are shown]"
+
+
+def run_has_no_process_log(run_id: str) -> str:
+    return f"run {run_id} has no process log yet: it is written once a worker starts training it"

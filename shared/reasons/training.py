@@ -101,7 +101,7 @@ def evaluation_scoring(*, rows: int, dataset: str, model: str, snapshot: str | N
     """`max_tokens`: `evaluation_max_tokens_text`."""
     return (f"scoring {rows} row(s) of {dataset} with {model}"
             + (f" and the adapter of {snapshot}" if snapshot else "")
-            + f" ({dtype} on {device}, greedy, at most {max_tokens})")
+            + f" ({dtype} on {device}, greedy, at most {max_tokens} token(s))")
 
 
 def evaluation_max_tokens_text(used: int, source: str | None, longest_reference: int | None) -> str:
@@ -118,3 +118,53 @@ def evaluation_max_tokens_text(used: int, source: str | None, longest_reference:
 
 # `evaluations get` before an evaluation that named no maxTokens has read its rows.
 EVALUATION_MAX_TOKENS_PENDING = "from its rows: the longest reference plus a margin (decided when it starts scoring)"
+
+
+# --- What an engine's library raised, said as a cause and a fix (services/trainer_worker/engine_errors.py)
+
+def _without_full_stop(words: str) -> str:
+    """A library's words before our own full stop: its own one dropped (an ellipsis kept)."""
+    return words[:-1] if words.endswith(".") and not words.endswith("..") else words
+
+
+def engine_out_of_memory(words: str, *, batch_size: int | None, max_seq_length: int | None) -> str:
+    settings = (f" (batchSize {batch_size}, maxSeqLength {max_seq_length})"
+                if batch_size is not None and max_seq_length is not None else "")
+    return (f"training ran out of memory{settings}: {_without_full_stop(words)}; lower batchSize (raising gradientAccumulation keeps "
+            "the same global batch) or maxSeqLength, or train on more GPUs")
+
+
+def engine_no_rows_left(max_seq_length: int | None) -> str:
+    """torch's empty sampler: every row was dropped before the first step (TRL drops a row whose
+    tokens cut to maxSeqLength hold no token the loss is taken over)."""
+    within = f" within maxSeqLength {max_seq_length}" if max_seq_length is not None else ""
+    return (f"no row is left to train on: no row has a token the loss is taken over{within} (a row whose prompt "
+            "fills the length is dropped). Raise maxSeqLength, or shorten the rows' prompts")
+
+
+def rows_without_trained_tokens(*, rows: int, max_seq_length: int, needed: int) -> str:
+    """sft, before its first step: every row's first trained token lies past maxSeqLength."""
+    return (f"no row is left to train on: none of the {rows} row(s) has a token the loss is taken over within "
+            f"maxSeqLength {max_seq_length} (the shortest prompt fills {needed - 1} tokens). Set maxSeqLength to "
+            f"at least {needed}, or shorten the rows' prompts")
+
+
+def rows_left_out_for_length(*, dropped: int, rows: int, max_seq_length: int) -> str:
+    """sft, a warn event before its first step: some rows have no trained token within maxSeqLength."""
+    return (f"{dropped} of {rows} row(s) have no token the loss is taken over within maxSeqLength {max_seq_length} "
+            "and are left out; raise maxSeqLength to train on them")
+
+
+MODEL_HAS_NO_CHAT_TEMPLATE = ("the model's tokenizer has no chat template, so chat rows cannot be tokenized; train "
+                              "on prompt and completion rows, or on a model with a chat template")
+
+
+def chat_template_failed(words: str) -> str:
+    return (f"the model's chat template could not render a row: {_without_full_stop(words)}; check the rows' roles and their order "
+            "(many templates want user and assistant turns in turn, and a system turn only first)")
+
+
+def loss_not_finite(*, step: int, loss: float, learning_rate: float) -> str:
+    """A step whose loss is NaN or infinite: training diverged, and going on would train on nothing."""
+    return (f"the loss was {loss} at step {step}: training diverged. Lower learningRate (it was "
+            f"{learning_rate:g} at that step), or train in fp32 or bf16 rather than fp16")

@@ -28,7 +28,7 @@ def snapshot(app):
 
 def branch(client, admin, dataset, snap, what, **extra):
     body = {"model": "builtin/tiny-qwen3", "dataset": dataset, "restore": {"snapshot": snap, "what": what},
-            "hyperparameters": {"maxSteps": 5}, **extra}
+            "hyperparameters": {"maxSteps": 15}, **extra}
     return client.post("/v1/runs", headers=admin, json=body)
 
 
@@ -92,3 +92,54 @@ def test_pause_and_resume_refuse_wrong_statuses(client, admin, dataset):
     resp = client.post(f"/v1/runs/{run['id']}/resume", headers=admin)
     assert resp.status_code == 409 and resp.json["error"]["message"] == (
         f"run {run['id']} is QUEUED; only a PAUSED run can be resumed")
+
+
+# --- How long a branch trains (issue 30): maxSteps is the step a run ends at, on its own step count
+
+
+def test_a_training_state_branch_that_would_train_no_step_is_refused_saying_why(client, admin, dataset, snapshot):
+    snap = snapshot(step=100)
+    for max_steps in (50, 100):
+        resp = branch(client, admin, dataset, snap, "trainingState", hyperparameters={"maxSteps": max_steps})
+        assert resp.status_code == 400, resp.json
+        assert resp.json["error"]["message"] == (
+            f"this trainingState branch would train no step: it continues the step count of snapshot {snap} from "
+            f"step 100, and maxSteps {max_steps} ends it at step {max_steps}. maxSteps is the step a run ends at, "
+            "not the steps it adds: set maxSteps above 100 (maxSteps 150 trains 50 steps), or restore its weights "
+            "to count steps from 0")
+        assert resp.json["error"]["details"] == {"field": "hyperparameters.maxSteps", "startStep": 100,
+                                                 "endStep": max_steps}
+    assert client.get("/v1/runs", headers=admin).json["items"] == []  # nothing stored, nothing queued
+
+
+def test_a_training_state_branch_by_epochs_is_judged_by_the_steps_they_make(client, admin, dataset, snapshot):
+    snap = snapshot(step=100)
+    # the dataset's 4 rows at batchSize 1: 2 epochs end at step 8
+    resp = branch(client, admin, dataset, snap, "trainingState",
+                  hyperparameters={"epochs": 2, "batchSize": 1})
+    assert resp.status_code == 400 and resp.json["error"]["message"] == (
+        f"this trainingState branch would train no step: it continues the step count of snapshot {snap} from "
+        "step 100, and 2 epoch(s) of 4 row(s) at batchSize 1 end it at about step 8. maxSteps is the step a run "
+        "ends at, not the steps it adds: set maxSteps above 100 (maxSteps 150 trains 50 steps), or restore its "
+        "weights to count steps from 0")
+    assert resp.json["error"]["details"]["field"] == "hyperparameters.epochs"
+
+
+def test_every_run_says_the_steps_it_trains(client, admin, dataset, snapshot):
+    snap = snapshot(step=100)
+    fresh = client.post("/v1/runs", headers=admin, json={"model": "builtin/tiny-qwen3", "dataset": dataset,
+                                                          "hyperparameters": {"maxSteps": 50}}).json
+    assert fresh["stepRange"] == {"startStep": 0, "endStep": 50, "newSteps": 50, "estimated": False}
+    # a weights branch has a fresh optimizer and counts from 0: maxSteps 50 trains 50 steps
+    weights = branch(client, admin, dataset, snap, "weights", hyperparameters={"maxSteps": 50})
+    assert weights.status_code == 201
+    assert weights.json["stepRange"] == {"startStep": 0, "endStep": 50, "newSteps": 50, "estimated": False}
+    # a trainingState branch continues the snapshot's count: maxSteps 150 trains 50 steps
+    state = branch(client, admin, dataset, snap, "trainingState", hyperparameters={"maxSteps": 150})
+    assert state.status_code == 201
+    assert state.json["stepRange"] == {"startStep": 100, "endStep": 150, "newSteps": 50, "estimated": False}
+    assert state.json["progress"]["step"] == 100 and weights.json["progress"]["step"] == 0  # where each starts
+    by_epochs = client.post("/v1/runs", headers=admin, json={"model": "builtin/tiny-qwen3", "dataset": dataset,
+                                                              "hyperparameters": {"epochs": 2, "batchSize": 1}}).json
+    assert by_epochs["stepRange"] == {"startStep": 0, "endStep": 8, "newSteps": 8, "estimated": True}
+    assert client.get(f"/v1/runs/{state.json['id']}", headers=admin).json["stepRange"]["newSteps"] == 50

@@ -38,10 +38,10 @@ def queue_everything(client, admin, dataset, snap_id):
     """Every request that queues work on a snapshot, or reads its files: status code and message."""
     answers = {
         "branch weights": client.post("/v1/runs", headers=admin, json={
-            "model": "builtin/tiny-qwen3", "dataset": dataset, "hyperparameters": {"maxSteps": 5},
+            "model": "builtin/tiny-qwen3", "dataset": dataset, "hyperparameters": {"maxSteps": 15},
             "restore": {"snapshot": snap_id, "what": "weights"}}),
         "branch trainingState": client.post("/v1/runs", headers=admin, json={
-            "model": "builtin/tiny-qwen3", "dataset": dataset, "hyperparameters": {"maxSteps": 5},
+            "model": "builtin/tiny-qwen3", "dataset": dataset, "hyperparameters": {"maxSteps": 15},
             "restore": {"snapshot": snap_id, "what": "trainingState"}}),
         "endpoint": client.post("/v1/endpoints", headers=admin, json={"model": "builtin/tiny-qwen3",
                                                                       "snapshot": snap_id}),

@@ -4,6 +4,7 @@ uninterrupted run, to 1e-6 on CPU."""
 
 from __future__ import annotations
 
+import json as json_
 import signal
 
 import pytest
@@ -100,6 +101,31 @@ def test_training_state_branch_matches_the_uninterrupted_run(stack, dataset, uni
     steps = sorted(s["step"] for s in stack.get(f"/v1/snapshots?run={run['id']}").json()["items"])
     assert steps == [30, 40, 50, 60]  # it continued from step 20: nothing before it is trained again
     assert max_diff(adapter(stack, done["latestSnapshot"]), adapter(stack, uninterrupted["latestSnapshot"])) < 1e-6
+
+
+def test_a_branch_that_would_train_no_step_is_refused_and_one_that_would_says_how_many(stack, dataset, uninterrupted):
+    """Issue 30: `runs branch SNAP@20 --restore trainingState --max-steps 10` used to end SUCCEEDED having
+    trained nothing. maxSteps is the step a run ends at: refused, saying why; --max-steps 25 trains 5."""
+    snaps = stack.get(f"/v1/snapshots?run={uninterrupted['id']}").json()["items"]
+    at_20 = next(s for s in snaps if s["step"] == 20)
+    refused = cli(stack, "runs", "branch", at_20["id"], "--restore", "trainingState", "--max-steps", "10", check=False)
+    assert refused.returncode == 1 and refused.stderr.splitlines()[0] == (
+        f"error: this trainingState branch would train no step: it continues the step count of snapshot "
+        f"{at_20['id']} from step 20, and maxSteps 10 ends it at step 10. maxSteps is the step a run ends at, not "
+        "the steps it adds: set maxSteps above 20 (maxSteps 70 trains 50 steps), or restore its weights to count "
+        "steps from 0")
+    created = json_.loads(cli(stack, "runs", "branch", at_20["id"], "--restore", "trainingState", "--max-steps", "25",
+                              "-o", "json").stdout)
+    assert created["stepRange"] == {"startStep": 20, "endStep": 25, "newSteps": 5, "estimated": False}
+    run_id = created["id"]
+    done = wait_terminal(stack, run_id)
+    assert done["status"] == "SUCCEEDED", events(stack, run_id)
+    assert done["stepRange"] == {"startStep": 20, "endStep": 25, "newSteps": 5, "estimated": False}
+    steps = [p["step"] for p in stack.get(f"/v1/runs/{run_id}/metrics").json()["items"] if p.get("loss") is not None]
+    assert steps == [21, 22, 23, 24, 25]
+    # the same --max-steps on a weights branch counts from 0: 10 steps
+    weights = cli(stack, "runs", "branch", at_20["id"], "--restore", "weights", "--max-steps", "10")
+    assert "it trains 10 step(s): from step 0 to step 10" in weights.stderr
 
 
 def test_weights_branch_starts_from_the_inherited_adapter(stack, dataset, uninterrupted):

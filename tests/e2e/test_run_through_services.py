@@ -78,6 +78,26 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
         "weights": None, "trainingState": None}
 
 
+def test_a_length_that_leaves_no_row_fails_in_a_sentence_and_keeps_the_process_log(stack):
+    """Issue 30: `maxSeqLength: 8` ended with torch's `num_samples=0` and no log behind it."""
+    from tests.e2e.test_cli_flow import cli
+
+    dataset = upload_sample(stack)
+    run = stack.post("/v1/runs", json={"model": "builtin/tiny-qwen3", "dataset": dataset,
+                                       "hyperparameters": {"maxSteps": 2, "maxSeqLength": 8}}).json()
+    done = wait_terminal(stack, run["id"])
+    assert done["status"] == "FAILED"
+    assert done["detail"].startswith(
+        "training failed: no row is left to train on: none of the 256 row(s) has a token the loss is taken over "
+        "within maxSeqLength 8 (the shortest prompt fills "), done["detail"]
+    log = stack.get(f"/v1/runs/{run['id']}/process-log")
+    assert log.status_code == 200 and log.headers["Content-Type"].startswith("text/plain")
+    assert "takes the run (attempt 0)" in log.text and "Traceback (most recent call last)" in log.text
+    assert "no row is left to train on" in log.text and "INFO loaded builtin/tiny-qwen3" in log.text
+    printed = cli(stack, "runs", "logs", run["id"], "--process").stdout
+    assert "Traceback (most recent call last)" in printed
+
+
 def test_cancel_a_running_run(stack):
     dataset = upload_sample(stack)
     plan = {"model": "builtin/tiny-qwen3", "dataset": dataset, "hyperparameters": {"maxSteps": 5000}}

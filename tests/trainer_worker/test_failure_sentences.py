@@ -10,6 +10,7 @@ trains nothing."""
 from __future__ import annotations
 
 import pytest
+from jinja2.exceptions import TemplateError
 
 from services.scheduler.dispatch import dispatch_granted
 from services.trainer_worker import leased_work, run_job
@@ -56,8 +57,19 @@ def granted(worker, config):
     (ValidationFailed("rewards.0.threshold: reward function exact_match takes no parameter threshold"),
      "rewards.0.threshold: reward function exact_match takes no parameter threshold"),
     (OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
-     "CUDA out of memory. Tried to allocate 2.00 GiB (the worker did not foresee this error; its log has the "
-     "traceback)"),
+     "training ran out of memory: CUDA out of memory. Tried to allocate 2.00 GiB; lower batchSize (raising "
+     "gradientAccumulation keeps the same global batch) or maxSeqLength, or train on more GPUs"),
+    (ValueError("num_samples should be a positive integer value, but got num_samples=0"),
+     "no row is left to train on: no row has a token the loss is taken over (a row whose prompt fills the length "
+     "is dropped). Raise maxSeqLength, or shorten the rows' prompts"),
+    (ValueError("Cannot use chat template functions because tokenizer.chat_template is not set and no template "
+                "argument was passed!"),
+     "the model's tokenizer has no chat template, so chat rows cannot be tokenized; train on prompt and "
+     "completion rows, or on a model with a chat template"),
+    (TemplateError("Conversation roles must alternate user/assistant/user/assistant/..."),
+     "the model's chat template could not render a row: Conversation roles must alternate "
+     "user/assistant/user/assistant/...; check the rows' roles and their order (many templates want user and "
+     "assistant turns in turn, and a system turn only first)"),
     (KeyError("learningRate"),
      "no key 'learningRate' where one was looked up (the worker did not foresee this error; its log has the "
      "traceback)"),

@@ -113,6 +113,10 @@ def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(
     expect(page.locator("#snapshots tr[data-snapshot]")).to_have_count(2)
     expect(page.locator("#run-status")).to_have_text("SUCCEEDED")
     expect(page.locator("#pause")).to_be_disabled()
+    # its process log (issue 30): what the worker process saw, shown on demand
+    page.click("#show-process-log")
+    expect(page.locator("#process-log")).to_contain_text("INFO training started: 12 steps")
+    expect(page.locator("#process-log")).to_contain_text("takes the run (attempt 0)")
     shoot(page, "run")
 
 

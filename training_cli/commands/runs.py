@@ -96,6 +96,7 @@ def create(cli: CliContext, body_file: TextIO | None, sets: tuple[str, ...], tag
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
     if fmt in TABLES:
+        say_steps(run)
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
 
 
@@ -175,14 +176,24 @@ EVENT_STREAM: dict[str, Callable[[dict[str, Any]], None]] = {
 @group.command("logs")
 @click.argument("run_id", metavar="ID", type=ids.RUN)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends or is paused.")
+@click.option("--process", is_flag=True,
+              help="Print the run's process log instead: what its libraries logged, its events and metric points, "
+                   "each rank's output and, when it failed, the traceback (the last 1 MiB of each worker process "
+                   "that trained it).")
 @output_option
 @pass_cli
-def logs(cli: CliContext, run_id: str, follow: bool, fmt: str) -> None:
+def logs(cli: CliContext, run_id: str, follow: bool, process: bool, fmt: str) -> None:
     """The run's events: TIME LEVEL MESSAGE.
 
     -o json / -o yaml print the events ({time, level, message}) as one list; with -f they print
     each event as it comes instead: -o json one JSON object a line (JSONL), -o yaml one YAML
-    document each (a `---` stream)."""
+    document each (a `---` stream). --process prints the run's process log as text (redirect it to
+    a file to keep it)."""
+    if process:
+        if follow:
+            raise click.UsageError(reasons.PROCESS_LOG_NOT_FOLLOWED)
+        click.echo(cli.client.text(f"/v1/runs/{run_id}/process-log"), nl=False)
+        return
     if not follow and fmt not in TABLES:
         emit(cli.client.log_items(f"/v1/runs/{run_id}/events"), fmt, tables.events)
         return
@@ -262,7 +273,12 @@ def branch_plan(parent_plan: dict[str, Any], overrides: dict[str, Any]) -> dict[
 @pass_cli
 def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | None, sets: tuple[str, ...],
            tags: tuple[str, ...], fmt: str, **flags: Any) -> None:
-    """Start a run from a snapshot: the parent's plan with the overrides applied."""
+    """Start a run from a snapshot: the parent's plan with the overrides applied.
+
+    --max-steps is the step the run ends at, on its own step count. A weights branch counts from 0
+    (--max-steps 50 trains 50 steps); a trainingState branch continues the snapshot's step count
+    (from a snapshot of step 100, --max-steps 150 trains 50 steps, and 100 or less is refused).
+    The run's stepRange says how many steps it trains."""
     snapshot = cli.client.get(f"/v1/snapshots/{snapshot_id}")
     parent_plan: dict[str, Any] = {"model": snapshot.get("model"), "method": snapshot.get("method"),
                                    "precision": snapshot.get("precision")}
@@ -275,4 +291,14 @@ def branch(cli: CliContext, snapshot_id: str, what: str, body_file: TextIO | Non
     run = cli.client.post("/v1/runs", body)
     emit(run, fmt, tables.run)
     if fmt in TABLES:
+        say_steps(run)
         click.echo(f"\nfollow it: training runs watch {run.get('id')}", err=True)
+
+
+def say_steps(run: dict[str, Any]) -> None:
+    """How many steps a new run trains, from which step to which (its stepRange), on stderr."""
+    steps = run.get("stepRange") or {}
+    if isinstance(steps.get("newSteps"), int):
+        click.echo(reasons.run_trains_steps(new_steps=steps["newSteps"], start_step=steps.get("startStep") or 0,
+                                            end_step=steps.get("endStep"), estimated=bool(steps.get("estimated"))),
+                   err=True)

@@ -1,10 +1,10 @@
-"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, TensorBoard event files."""
+"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, the process log, TensorBoard event files."""
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from flask import Blueprint, send_file
+from flask import Blueprint, Response, send_file
 
 from services.api import runs as service
 from services.api.archives import tar_gz
@@ -20,6 +20,7 @@ from shared import reasons
 from shared.artifacts import tensorboard_key
 from shared.errors import NotFound
 from shared.ids import Kind
+from shared.process_logs import process_log
 from shared.states import RunStatus
 
 bp = Blueprint("runs", __name__)
@@ -71,6 +72,18 @@ def run_metrics(run_id: str):
     service.get_run(ctx(), run_id)
     points = log_page(lambda start: ctx().store.metrics(run_id, start=start))
     return serialise(log_page_schema(MetricPointSchema), points)
+
+
+@bp.get("/v1/runs/<run_id>/process-log")
+def run_process_log(run_id: str):
+    """The run's own process output (issue 30): its libraries' log lines, events, metric points and,
+    on failure, the traceback, of each worker process that trained it (shared/process_logs.py)."""
+    service.get_run(ctx(), run_id)  # another workload's run answers as an unknown one
+    text = process_log(ctx().artifacts, run_id)
+    if text is None:
+        raise NotFound(reasons.run_has_no_process_log(run_id), details={"id": run_id})
+    return Response(text, mimetype="text/plain", headers={
+        "Content-Disposition": f'inline; filename="{run_id}-process.log"'})
 
 
 @bp.get("/v1/runs/<run_id>/tensorboard")

@@ -117,6 +117,17 @@ class SnapshotDiskFull(Exception):
         self.step = step
 
 
+class NothingToTrain(WorkFailed):
+    """Training would start at or past the step its plan ends at (issue 30): the Trainer would
+    still take one step past it, so the engine stops before any. The API refuses such branches at
+    submission; this is the guard for what it could only estimate (a plan by epochs) and for a
+    resumed run whose own snapshot is already at its last step (the worker ends that SUCCEEDED)."""
+
+    def __init__(self, *, start_step: int, end_step: int):
+        super().__init__(reasons.run_trained_no_step(start_step=start_step, end_step=end_step))
+        self.start_step, self.end_step = start_step, end_step
+
+
 def snapshot_write_failed(job: TrainingJob, exc: BaseException, *, step: int, checkpoint: Path) -> bool:
     """Whether `exc`, raised while the snapshot of `step` was written, was for want of space. If so,
     what it half-wrote (the HF checkpoint, the staging directory) is removed, which also gives the
@@ -135,6 +146,12 @@ class TrainingResult:
     last_loss: float | None
     stopped_early: bool
     paused: bool = False  # stopped on a pause request, after writing a snapshot with training state
+    start_step: int = 0  # the step training started from (a restored training state's); final_step - start_step trained
+
+    @property
+    def trained_steps(self) -> int:
+        """The steps this attempt took (0: none, which the worker never reports as a success in silence)."""
+        return max(self.final_step - self.start_step, 0)
 
 
 def training_state_format(engine: str) -> str:

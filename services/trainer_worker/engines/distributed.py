@@ -14,6 +14,7 @@ Only rank 0 talks to the outside, over one local connection to this process:
     rank 0 ◄──("stop", None|"cancel"|"pause")── parent
     rank 0 ──("result", TrainingResult fields)─────────────────► parent
     rank 0 ──("disk full", step) when its snapshot met a full disk──► parent raises SnapshotDiskFull
+    rank 0 ──("nothing to train", start, end) when it starts at its last step──► parent raises NothingToTrain
 
 so the Reporter interface is the same on one device or many, and a stop request lands on the same
 step as on one device. Rank 0 broadcasts each step's stop decision to the other ranks
@@ -40,7 +41,14 @@ from dataclasses import asdict
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
-from services.trainer_worker.engines.base import Reporter, SnapshotDiskFull, TrainingJob, TrainingResult, check_restore
+from services.trainer_worker.engines.base import (
+    NothingToTrain,
+    Reporter,
+    SnapshotDiskFull,
+    TrainingJob,
+    TrainingResult,
+    check_restore,
+)
 from services.trainer_worker.engines.child_logs import last_error
 from shared import reasons
 from shared.child_env import child_env, die_with_parent
@@ -140,6 +148,7 @@ def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, 
     result_at = 0.0
     open_ = True
     disk_full_step: int | None = None  # rank 0's snapshot met a full disk: the run pauses, not fails
+    nothing_to_train: NothingToTrain | None = None  # rank 0 started at its plan's last step: no step taken
     while True:
         if open_ and conn.poll(POLL_S):
             try:
@@ -156,6 +165,8 @@ def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, 
                 result, result_at = TrainingResult(**payload[0]), time.monotonic()
             elif kind == "disk full":
                 disk_full_step = payload[0]
+            elif kind == "nothing to train":
+                nothing_to_train = NothingToTrain(start_step=payload[0], end_step=payload[1])
             continue  # drain what is queued before looking at the processes
         if not open_:
             time.sleep(POLL_S)
@@ -164,6 +175,8 @@ def _relay(conn: Connection, procs: list[subprocess.Popen], reporter: Reporter, 
         except WorkFailed:
             if disk_full_step is not None:
                 raise SnapshotDiskFull(disk_full_step) from None
+            if nothing_to_train is not None:
+                raise nothing_to_train from None
             raise
         if all(p.poll() == 0 for p in procs):
             if result is None:
@@ -278,6 +291,10 @@ def _rank_main(job_file: str) -> None:
     except SnapshotDiskFull as exc:
         if conn is not None:
             conn.send(("disk full", exc.step))
+        raise
+    except NothingToTrain as exc:  # every rank finds it alike; rank 0 says so for the run
+        if conn is not None:
+            conn.send(("nothing to train", exc.start_step, exc.end_step))
         raise
     finally:
         # Without this a rank can die with SIGABRT at interpreter teardown (docs: NOTES, gloo).

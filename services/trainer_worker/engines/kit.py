@@ -27,6 +27,7 @@ Importing this loads no torch; the functions that need it import it when they ru
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -38,6 +39,7 @@ from services.trainer_worker.engines.base import (
     RESTORE_TRAINING_STATE,
     STOP_CANCEL,
     STOP_PAUSE,
+    NothingToTrain,
     Reporter,
     SnapshotDiskFull,
     TrainingJob,
@@ -50,6 +52,7 @@ from services.trainer_worker.engines.base import (
 )
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
+from shared.errors import WorkFailed
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
 from shared.resolver import GIB, trainer_memory_gib
@@ -314,13 +317,17 @@ class ReporterCallback:
         self.losses: list[float] = []
         self.stopped_early = False
         self.paused = False
+        self.start_step = 0  # the Trainer's step as training began: a restored training state's
         self._last_time = 0.0
         self._last_tokens = 0
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last_time = time.monotonic()
         self._last_tokens = state.num_input_tokens_seen
+        self.start_step = state.global_step  # the Trainer loads a checkpoint's state before this call
         self.reporter.started(total_steps=state.max_steps)
+        if state.global_step >= state.max_steps:  # else the Trainer takes one step past its plan's end
+            raise NothingToTrain(start_step=state.global_step, end_step=state.max_steps)
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step >= state.max_steps:
@@ -359,7 +366,11 @@ class ReporterCallback:
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:  # the end-of-training summary has train_loss instead
             return
-        self.reporter.metrics(self.step_point(state, logs))
+        point = self.step_point(state, logs)
+        self.reporter.metrics(point)
+        if not math.isfinite(point["loss"]):  # diverged: every step after it would train on NaN
+            raise WorkFailed(reasons.loss_not_finite(step=point["step"], loss=point["loss"],
+                                                     learning_rate=point["learningRate"]))
 
     def on_save(self, args, state, control, model=None, **kwargs):
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -435,4 +446,5 @@ def finish_training(job: TrainingJob, restored: RestorePlan | None, trainer,
         last_loss=losses[-1] if losses else None,
         stopped_early=callback.stopped_early,
         paused=callback.paused,
+        start_step=callback.start_step,
     )

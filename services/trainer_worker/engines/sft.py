@@ -168,6 +168,30 @@ def loss_phrase(rows: list[dict[str, Any]], *, train_on_prompt: bool) -> str:
     return reasons.LOSS_COMPLETIONS
 
 
+def first_trained_token(row: dict[str, Any], tokenizer) -> int | None:
+    """Where a row's first token the loss is taken over sits (None: it has none). A prompt/completion
+    row is tokenized as TRL tokenizes it (loss_masks.completion_row)."""
+    if "assistant_masks" not in row:
+        row = completion_row(tokenizer, row["prompt"], row["completion"])
+    mask = row["assistant_masks"]
+    return mask.index(1) if 1 in mask else None
+
+
+def rows_within_length(rows: list[dict[str, Any]], tokenizer, max_length: int, reporter: Reporter) -> None:
+    """TRL cuts each row to maxSeqLength and drops a row left with no token the loss is taken over
+    (issue 30): say so before the first step, a warn event for some rows, a failure naming the length
+    that would keep one when none is left (rather than torch's empty-sampler error)."""
+    firsts = [first_trained_token(row, tokenizer) for row in rows]
+    dropped = sum(1 for first in firsts if first is None or first >= max_length)
+    if dropped == len(rows) and rows:
+        needed = min((first for first in firsts if first is not None), default=max_length) + 1
+        raise WorkFailed(reasons.rows_without_trained_tokens(rows=len(rows), max_seq_length=max_length,
+                                                             needed=needed))
+    if dropped:
+        reporter.event(reasons.rows_left_out_for_length(dropped=dropped, rows=len(rows), max_seq_length=max_length),
+                       level="warn")
+
+
 def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     """Train a LoRA adapter by supervised fine-tuning; snapshots land under job.snapshots_dir."""
     from datasets import Dataset
@@ -196,6 +220,8 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
         rows = tokenized(raw_rows, tokenizer, train_on_prompt=train_on_prompt, every_format=packing)
         validation_rows = (tokenized(load_rows(job.validation_path), tokenizer, train_on_prompt=train_on_prompt,
                                      every_format=packing) if job.validation_path else None)
+    if not packing and not train_on_prompt and not has_images(raw_rows):
+        rows_within_length(rows, tokenizer, args.max_length, reporter)
     if packing:
         dataset = Dataset.from_list(packed(rows, args.max_length))
         validation = Dataset.from_list(packed(validation_rows, args.max_length)) if validation_rows else None

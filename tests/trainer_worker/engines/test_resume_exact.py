@@ -47,7 +47,7 @@ def test_a_training_state_branch_ends_with_the_uninterrupted_adapter(uninterrupt
     result = run_sft(job, branch)
 
     assert result == TrainingResult(final_step=MAX_STEPS, first_loss=branch.points[0]["loss"],
-                                    last_loss=branch.points[-1]["loss"], stopped_early=False)
+                                    last_loss=branch.points[-1]["loss"], stopped_early=False, start_step=step)
     assert branch.total_steps == MAX_STEPS
     assert [p["step"] for p in branch.points] == list(range(step + 1, MAX_STEPS + 1))
     for ours, theirs in zip(branch.points, parent.points[step:]):

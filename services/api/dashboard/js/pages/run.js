@@ -54,7 +54,10 @@ function branchForm(run, snapshots, onError) {
     h("option", { value: "weights" }, "weights"), h("option", { value: "trainingState" }, "trainingState"));
   const steps = h("input", { name: "maxSteps", type: "number", min: 1, value: run.plan.hyperparameters.maxSteps || 10 });
   const form = h("form", { class: "branch-form", id: "branch-form" },
-    h("label", {}, "from ", snapshot), h("label", {}, "restore ", what), h("label", {}, "steps ", steps),
+    h("label", {}, "from ", snapshot), h("label", {}, "restore ", what),
+    // maxSteps is the step the branch ends at: a trainingState branch counts on from its snapshot's step
+    h("label", { title: "the step it ends at: a trainingState branch continues its snapshot's step count" },
+      "ends at step ", steps),
     h("button", { type: "submit" }, "Start branch"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -64,6 +67,33 @@ function branchForm(run, snapshots, onError) {
     } catch (err) { onError(err); }
   });
   return form;
+}
+
+// The run's process log (GET /v1/runs/ID/process-log: its libraries' log lines, events and, on
+// failure, the traceback), shown on demand and downloadable as a file.
+function processLogSection(runId, onError) {
+  const text = h("pre", { class: "logs", id: "process-log" });
+  const load = async () => {
+    try {
+      const log = await api.get(`/v1/runs/${encodeURIComponent(runId)}/process-log`);
+      fill(text, log);
+      return log;
+    } catch (err) { fill(text, errorBox(err)); return null; }
+  };
+  const download = async () => {
+    const log = await load();
+    if (log === null) return;
+    const a = h("a", { href: URL.createObjectURL(new Blob([log], { type: "text/plain" })),
+      download: `${runId}-process.log` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+  };
+  return h("section", { id: "process-log-section" }, h("h2", {}, "Process log"),
+    h("div", { class: "actions" },
+      h("button", { id: "show-process-log", onclick: () => load().catch(onError) }, "Show"),
+      h("button", { id: "download-process-log", onclick: () => download().catch(onError) }, "Download")),
+    text);
 }
 
 export default async function runPage(main, [runId], life) {
@@ -86,7 +116,8 @@ export default async function runPage(main, [runId], life) {
     h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), events),
-      h("section", {}, h("h2", {}, "Snapshots"), snapshots)));
+      h("section", {}, h("h2", {}, "Snapshots"), snapshots)),
+    processLogSection(runId, (err) => fill(message, errorBox(err))));
 
   const showError = (err) => fill(message, errorBox(err));
   async function act(label, call) {
