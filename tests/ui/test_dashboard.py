@@ -220,7 +220,10 @@ def test_the_pools_page_shows_devices_their_holders_and_the_queue(page, stack, w
         expect(node.locator(f".device[data-device='{device}']")).to_contain_text(endpoint)
         queued = page.locator(f"tr[data-queued='{waiting}']")
         expect(queued).to_contain_text("waiting_for_gpus")
-        expect(queued.locator(".waiting")).to_have_text(stack.get(f"/v1/runs/{waiting}").json()["scheduling"]["waitingText"])
+        # the sentence names how long the endpoint has been idle, which moves on between the page's
+        # refresh (every 3 s) and the API's answer: equal within one refresh, read again until then
+        stack.wait_until("the page's waiting text as the API says it", lambda: queued.locator(".waiting").text_content()
+                         == stack.get(f"/v1/runs/{waiting}").json()["scheduling"]["waitingText"])
         shoot(page, "pools")
     finally:
         requests.delete(f"{stack.api_url}/v1/runs/{waiting}", headers=stack.headers(), timeout=30)
