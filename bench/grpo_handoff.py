@@ -153,6 +153,9 @@ class Points:
     def snapshot(self, **kwargs):
         pass
 
+    def memory(self, **kwargs):
+        pass
+
     def stop_request(self):
         return None
 

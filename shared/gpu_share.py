@@ -24,6 +24,11 @@ GIB = 1024**3
 BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2}
 KV_WIDTH_OF_HIDDEN = 0.25  # grouped KV heads: a quarter of hidden (as the resolver's LoRA widths assume)
 SERVER_RUNTIME_GIB = 0.75  # vLLM's CUDA context, CUDA graphs and sampler buffers, about
+# On a CPU slot the built-in server (shared/serving): its process with torch and transformers
+# imported, measured as peak resident memory (docs/sharding.md), and the copy of every linear
+# layer's weights it keeps beside the ones it folds the adapter into (shared/serving/adapter_fold.py)
+CPU_SERVER_PROCESS_GIB = 0.6
+LOGITS_COPIES_SAMPLING = 3  # fp32 vocab-sized tensors per sequence while sampling a token
 BATCH_INVARIANT_MIN_CAPABILITY = (9, 0)  # vLLM's batch-invariant kernels need Hopper or newer
 UTILIZATION_STEP = 0.01  # --gpu-memory-utilization is rounded down to this
 
@@ -41,14 +46,21 @@ def kv_cache_bytes(plan: TrainingPlan, *, hidden: int, layers: int, sequences: i
     return float(sequences * max_model_len(plan) * per_token)
 
 
-def rollout_server_gib(plan: TrainingPlan, *, parameters: float, hidden: int, layers: int) -> float:
-    """What one GPU's rollout server needs: the base weights, the KV cache of the completions its
-    rank samples at once (its share of the global batch), its runtime."""
+def rollout_server_gib(plan: TrainingPlan, *, parameters: float, hidden: int, layers: int, vocab: int = 0,
+                       device: str = "cuda") -> float:
+    """What one device's rollout server needs: the base weights, the KV cache of the completions its
+    rank samples at once (its share of the global batch), the logits it samples from, its runtime.
+    On a CPU slot (the built-in server) also the linear layers' weights as loaded, kept beside the
+    copy the adapter is folded into, and its process in place of vLLM's CUDA runtime."""
     # completions per rank per step (numGenerations per prompt among them)
     sequences = max(1, plan.hyperparameters.batch_size // plan.execution.gpus)
     weights = parameters * BYTES_PER_PARAMETER[plan.precision]
     kv = kv_cache_bytes(plan, hidden=hidden, layers=layers, sequences=sequences)
-    return (weights + kv) / GIB + SERVER_RUNTIME_GIB
+    logits = sequences * vocab * 4 * LOGITS_COPIES_SAMPLING
+    if device == "cpu":
+        folded = max(0.0, parameters - vocab * hidden) * BYTES_PER_PARAMETER[plan.precision]
+        return (weights + folded + kv + logits) / GIB + CPU_SERVER_PROCESS_GIB
+    return (weights + kv + logits) / GIB + SERVER_RUNTIME_GIB
 
 
 def gpu_memory_utilization(*, device_gib: float, trainer_gib: float, server_gib: float) -> float:

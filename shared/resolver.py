@@ -143,13 +143,15 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
     """Every (method, GPU count, precision, KL penalty, restore) that `resolve` accepts for `model` in
     at least one of `pools`, for the plan `startable_plan` builds (adapter and hyperparameters at
     their defaults, `startable_assumptions`). Each row names the engine that would train it, the
-    pools that would take it and the memory per GPU it is estimated to need (null: size unknown).
+    pools that would take it and the memory it is estimated to need per GPU where one of those pools
+    has GPUs, else per CPU slot (which trains without checkpointing; null: size unknown).
 
     It asks `resolve` itself, pool by pool, memory fit included, so the list and the resolver
     cannot disagree. The candidates are all the resolver could accept: a GPU count or precision the
     model does not declare, or a method no engine trains, is always refused."""
     assumes = startable_assumptions()
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    devices: dict[tuple[Any, ...], str] = {}  # the device kind each row's memoryGiB is for
     candidates = product(dict.fromkeys(spec.method for spec in engines.ENGINES), sorted(set(model["gpuCounts"])),
                          sorted(set(model["precisions"])), (False, True), ALL_RESTORES)
     for method, gpus, precision, kl, restore in candidates:
@@ -163,49 +165,72 @@ def startable_runs(model: dict[str, Any], pools: list[Pool]) -> list[dict[str, A
                 continue
             key = (method, gpus, precision, kl, restore, spec.name)
             if key not in rows:
-                needs = training_memory_gib(plan, model=model, sharded=spec.shards_weights)
                 rows[key] = {"method": method, "gpus": gpus, "precision": precision, "klPenalty": kl,
-                             "restore": restore, "engine": spec.name, "pools": [],
-                             "memoryGiB": None if needs is None else round(needs, 1)}
+                             "restore": restore, "engine": spec.name, "pools": [], "memoryGiB": None}
             rows[key]["pools"].append(pool.name)
+            # per GPU where a pool of GPUs takes it, else per CPU slot (which trains without checkpointing)
+            device = CUDA if CUDA in (admitted_device(plan, pool), devices.get(key)) else CPU
+            if devices.get(key) != device:
+                devices[key] = device
+                needs = training_memory_gib(plan, model=model, sharded=spec.shards_weights, device=device)
+                rows[key]["memoryGiB"] = None if needs is None else round(needs, 1)
     return list(rows.values())
 
 
-# --- Will it fit? A plan's memory per GPU, estimated before anything is loaded.
+# --- Will it fit? A plan's memory per GPU (or CPU slot), estimated before anything is loaded.
 #
-# Per GPU (every DDP rank holds a whole copy of the model and adapter; a sharded engine's ranks
-# hold 1/gpus of the weights, adapter, gradients and optimizer state, plus the two layers FSDP2
-# gathers whole at a time, `gathered_unit_bytes`):
+# The same function estimates a plan for the API (admission, from the catalog entry's shape), for
+# the worker (the run's own estimate, from the loaded model's config, shown beside its measured
+# peak: `memory` of the run document) and for the CUDA sft engine's choice to keep its activations
+# (engines/kit.py `keeps_activations`), so the three always agree. Per device (every DDP rank holds
+# a whole copy of the model and adapter; a sharded engine's ranks hold 1/gpus of the weights,
+# adapter, gradients and optimizer state, plus the two layers FSDP2 gathers whole at a time,
+# `gathered_unit_bytes`):
 #   base weights     parameters x bytes of the precision (fp32 4, bf16/fp16 2); frozen, no grads
 #   LoRA adapter     trainable parameters x 16 bytes: the fp32 weight, its fp32 gradient and
 #                    Adam's two fp32 moments (PEFT keeps adapters in fp32 under bf16/fp16 autocast)
-#   activations      with activation checkpointing (what a plan is admitted on): each layer's input
-#                    kept, plus one layer recomputed at a time, about 16 hidden-sized tensors:
-#                    microBatch x seq x hidden x activation bytes x (layers + 16); and the logits
-#                    and their gradient in fp32: microBatch x seq x vocab x 4 x 2.
-#                    Without it (what an sft engine trains with on CUDA when that fits the GPU:
-#                    engines/kit.py `activation_checkpointing`), every layer keeps what its backward
-#                    reads, about 28 hidden-sized tensors of activation bytes per token: measured on
-#                    CPU as 54.6 x hidden bytes per token per layer in bf16 (autograd's saved tensors,
-#                    weights left out) for a Qwen3 layer with FFN 3 x hidden and LoRA on every linear
-#                    layer: the inputs of each LoRA-wrapped projection, the RMS norms' fp32 copies,
-#                    q, k, v, the attention output and the gated MLP's four FFN-wide tensors.
-#                    microBatch x seq x hidden x activation bytes x 28 x layers
-#   runtime          0.5 GiB for the CUDA context, allocator slack and communication buffers
-#   rollout server   grpo only: the serving process beside the trainer on each GPU, with its own
-#                    copy of the base weights, the KV cache of its rank's completions at full length
-#                    and its runtime (shared/gpu_share.py `rollout_server_gib`)
-# Shapes come from the model's description (hiddenSize, layers, vocabSize: a real model's config.json
-# through shared/model_facts.py, a built-in's spec), else, for a model whose files the API cannot read,
-# from the parameter count of a typical decoder (Llama/Qwen-like): parameters ~ 12 x layers x hidden^2
-# with layers ~ hidden / 128, so hidden ~ (parameters x 128 / 12)^(1/3); vocab ~ 32 x hidden.
+#   activations      per token of a micro-batch at full length (maxSeqLength; grpo: the prompt and
+#                    its completion), `layer_activation_bytes` per layer that autograd keeps for
+#                    the backward: 22 hidden-sized and 4 FFN-sized tensors of activation bytes
+#                    (the inputs of each LoRA-wrapped projection, the RMS norms' copies, q, k and
+#                    v with grouped heads repeated, the attention output, the gated MLP's gate,
+#                    up, activation and product), and with LoRA dropout the dropped copy and mask
+#                    of each wrapped projection's input. 22 is fitted, not derived: SmolLM2-135M
+#                    (hidden 576, FFN 1536, 30 layers) on a CPU slot took 3.19 MiB a token, 2.0
+#                    MiB of it for 28 layers more than the same model cut to two
+#                    (docs/sharding.md): 75 KB a layer, 21.8 hidden-sized and the 4 FFN-sized
+#                    tensors in fp32; 22 counted. Nothing seq x seq is counted: torch's fused
+#                    attention keeps none, and 512-token rows fit as 128-token ones do.
+#                    How the engine trains on that device decides how many layers keep them:
+#                    without activation checkpointing (every CPU run; an sft run on CUDA whose
+#                    estimate without it fits, engines/kit.py) every layer; with it (grpo and
+#                    sft-fsdp on CUDA, and an sft run on CUDA that does not fit without it) each
+#                    layer's input (one hidden-sized tensor) plus one layer recomputed at a time.
+#   logits           the positions whose logits are computed (sft: every token; grpo: the
+#                    completion's) x vocab x 4 bytes (fp32) x LOGITS_COPIES: the logits, their
+#                    log-softmax, their gradient, and the temporaries of the loss and of the
+#                    entropy and accuracy the trainers log: 5.6 measured on SmolLM2 cut to two
+#                    layers (1.19 MiB a token, two layers' activations 0.15 of it), 6 counted
+#   runtime          on CUDA 0.5 GiB for the CUDA context, allocator slack and communication
+#                    buffers; on a CPU slot the process itself, measured as peak resident memory:
+#                    Python with torch, transformers, peft, trl and datasets imported, the Trainer,
+#                    the tokenized dataset and the allocator's arenas (CPU_PROCESS_GIB)
+#   rollout server   grpo only: the serving process beside the trainer on each device
+#                    (shared/gpu_share.py `rollout_server_gib`)
+#   margin           the sum x (1 + MARGIN): what the calibration (docs/sharding.md, bench/
+#                    memory_calibrate.py) showed of allocator slack and of what varies run to run
+# Shapes come from the model's description (hiddenSize, layers, vocabSize, intermediateSize: a real
+# model's config.json through shared/model_facts.py, a built-in's spec), else, for a model whose
+# files the API cannot read, from the parameter count of a typical decoder (Llama/Qwen-like):
+# parameters ~ 12 x layers x hidden^2 with layers ~ hidden / 128, so hidden ~ (parameters x 128 /
+# 12)^(1/3); vocab ~ 32 x hidden; intermediate 3 x hidden.
 # LoRA parameters: rank x layers x the (in + out) widths of each target module, in units of hidden
 # for a Qwen-like layer (FFN 3 x hidden, grouped KV a quarter of hidden):
 #   q_proj 2, k_proj 1.25, v_proj 1.25, o_proj 2, gate_proj 4, up_proj 4, down_proj 4  (all-linear:
 #   18.5), any other module 2. For a 77M Qwen3-style model (hidden 640, 12 layers) at rank 16 this
 #   gives 2.27M parameters; PEFT counts 2.26M.
-# It is a rough estimate meant to refuse what can never fit (an 8B model in fp32 on 16 GiB), not
-# to tune batch sizes; a node without memoryGiB is never refused.
+# A node without memoryGiB is never refused. Every run measures its own peak per rank and shows it
+# beside this estimate; a peak above it is a warn event (services/trainer_worker/reporter.py).
 
 GIB = 1024**3
 BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -213,10 +238,15 @@ LORA_TRAINABLE_BYTES = 4 + 4 + 8  # fp32 weight + fp32 gradient + Adam's two fp3
 LORA_WIDTHS = {"q_proj": 2.0, "k_proj": 1.25, "v_proj": 1.25, "o_proj": 2.0,
                "gate_proj": 4.0, "up_proj": 4.0, "down_proj": 4.0}
 OTHER_MODULE_WIDTH = 2.0
-RECOMPUTED_LAYER_TENSORS = 16
-UNCHECKPOINTED_LAYER_TENSORS = 28
-RUNTIME_GIB = 0.5
+FFN_OF_HIDDEN = 3.0  # intermediate size over hidden when the entry does not say (Qwen3: 3, Llama: 2.7)
+LAYER_HIDDEN_TENSORS = 22  # hidden-sized tensors a layer keeps per token for its backward (measured)
+LAYER_FFN_TENSORS = 4  # FFN-sized ones: gate, up, the activation and the product
+LOGITS_COPIES = 6  # fp32 vocab-sized tensors per position at the loss's peak (measured)
+RUNTIME_GIB = 0.5  # CUDA: context, allocator slack, communication buffers
+CPU_PROCESS_GIB = 1.0  # a CPU slot: the training process itself (measured: docs/sharding.md)
+MARGIN = 0.15  # the stated margin over the sum of the terms
 GATHERED_LAYERS = 2  # FSDP2: the layer being computed and the one prefetched
+CPU, CUDA = "cpu", "cuda"  # the device kinds a node declares (shared/config.py)
 
 
 def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
@@ -228,47 +258,92 @@ def model_shape(model: dict[str, Any]) -> tuple[int, int, int]:
     return hidden, layers, vocab
 
 
-def lora_parameters(adapter: Adapter, *, hidden: int, layers: int) -> int:
-    targets = adapter.target_modules
+def intermediate_size(model: dict[str, Any], hidden: int) -> int:
+    """The FFN width from the entry (intermediateSize), else FFN_OF_HIDDEN x hidden."""
+    return int(model.get("intermediateSize") or round(FFN_OF_HIDDEN * hidden))
+
+
+def lora_targets(adapter: Adapter) -> list[str]:
     if adapter.every_linear_layer:
-        targets = list(LORA_WIDTHS)
-    elif isinstance(targets, str):
-        targets = [targets]
-    width = sum(LORA_WIDTHS.get(name, OTHER_MODULE_WIDTH) for name in targets)
+        return list(LORA_WIDTHS)
+    targets = adapter.target_modules
+    return [targets] if isinstance(targets, str) else list(targets)
+
+
+def lora_parameters(adapter: Adapter, *, hidden: int, layers: int) -> int:
+    width = sum(LORA_WIDTHS.get(name, OTHER_MODULE_WIDTH) for name in lora_targets(adapter))
     return int(adapter.rank * layers * width * hidden)
 
 
-def training_memory_gib(plan: TrainingPlan, *, model: dict[str, Any], sharded: bool = False) -> float | None:
-    """About how many GiB each GPU needs to train `plan` (None when the model's size is unknown):
-    every GPU with a whole copy of the model (DDP, one GPU), or `sharded` across the plan's GPUs (FSDP2).
-    A grpo plan's GPUs also hold the rollout server (shared/gpu_share.py)."""
-    trainer = trainer_memory_gib(plan, model=model, sharded=sharded)
+def layer_activation_bytes(plan: TrainingPlan, *, hidden: int, intermediate: int) -> float:
+    """What one decoder layer keeps per token for its backward, without checkpointing."""
+    act = BYTES_PER_PARAMETER[plan.precision]
+    kept = act * (LAYER_HIDDEN_TENSORS * hidden + LAYER_FFN_TENSORS * intermediate)
+    if plan.adapter.dropout > 0:  # each wrapped projection's input dropped afresh: the copy and its mask
+        inputs = sum(intermediate if name == "down_proj" else hidden for name in lora_targets(plan.adapter))
+        kept += (act + 1) * inputs
+    return kept
+
+
+def trained_positions(plan: TrainingPlan) -> tuple[int, int]:
+    """(tokens a row trains over at full length, those of them whose logits are computed)."""
+    seq = plan.hyperparameters.max_seq_length
+    if plan.is_grpo:
+        completion = plan.grpo_settings.max_completion_length
+        return seq + completion, completion + 1
+    return seq, seq
+
+
+def training_memory_gib(plan: TrainingPlan, *, model: dict[str, Any], sharded: bool = False,
+                        device: str = CUDA, activation_checkpointing: bool | None = None) -> float | None:
+    """About how many GiB each device needs to train `plan` (None when the model's size is unknown):
+    every device with a whole copy of the model (DDP, one device), or `sharded` across the plan's
+    GPUs (FSDP2). A grpo plan's devices also hold the rollout server (shared/gpu_share.py)."""
+    trainer = trainer_memory_gib(plan, model=model, sharded=sharded, device=device,
+                                 activation_checkpointing=activation_checkpointing)
     if trainer is None or not plan.is_grpo:
         return trainer
-    hidden, layers, _ = model_shape(model)
-    return trainer + rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers)
+    hidden, layers, vocab = model_shape(model)
+    server = rollout_server_gib(plan, parameters=float(model["parameters"]), hidden=hidden, layers=layers,
+                                vocab=vocab, device=device)
+    return trainer + server * (1 + MARGIN)
 
 
-def trainer_memory_gib(plan: TrainingPlan, *, model: dict[str, Any], sharded: bool = False,
-                       activation_checkpointing: bool = True) -> float | None:
-    """What the training process alone needs on each GPU (the rollout server beside it not counted),
-    with activation checkpointing (how plans are admitted) or without it (what an engine trains with
-    when that fits)."""
+def checkpoints_activations(device: str) -> bool:
+    """How an engine trains `plan` on `device` when nothing else decides: never checkpointing on a
+    CPU slot; on CUDA with it (grpo, sft-fsdp, and the admission of an sft plan, whose engine then
+    keeps its activations where the estimate without them fits: engines/kit.py)."""
+    return device != CPU
+
+
+def trainer_memory_gib(plan: TrainingPlan, *, model: dict[str, Any], sharded: bool = False, device: str = CUDA,
+                       activation_checkpointing: bool | None = None) -> float | None:
+    """What the training process alone needs on each device (the rollout server beside it not
+    counted), margin included: on `device` (cpu or cuda), with activation checkpointing or without
+    (None: as `checkpoints_activations` says the engine trains there)."""
     if not model.get("parameters"):
         return None
+    if activation_checkpointing is None:
+        activation_checkpointing = checkpoints_activations(device)
     precision = plan.precision
     hidden, layers, vocab = model_shape(model)
+    intermediate = intermediate_size(model, hidden)
     gpus = plan.execution.gpus
     micro_batch = plan.hyperparameters.micro_batch(gpus)
-    seq = plan.hyperparameters.max_seq_length
+    tokens, logit_positions = trained_positions(plan)
     weights = float(model["parameters"]) * BYTES_PER_PARAMETER[precision]
     adapter = lora_parameters(plan.adapter, hidden=hidden, layers=layers) * LORA_TRAINABLE_BYTES
     if sharded:
         weights, adapter = weights / gpus + gathered_unit_bytes(model, precision), adapter / gpus
-    kept = layers + RECOMPUTED_LAYER_TENSORS if activation_checkpointing else layers * UNCHECKPOINTED_LAYER_TENSORS
-    activations = micro_batch * seq * hidden * BYTES_PER_PARAMETER[precision] * kept
-    logits = micro_batch * seq * vocab * 4 * 2
-    return (weights + adapter + activations + logits) / GIB + RUNTIME_GIB
+    per_layer = layer_activation_bytes(plan, hidden=hidden, intermediate=intermediate)
+    if activation_checkpointing:  # each layer's input kept, one layer recomputed at a time
+        per_token = layers * hidden * BYTES_PER_PARAMETER[precision] + per_layer
+    else:
+        per_token = layers * per_layer
+    activations = micro_batch * tokens * per_token
+    logits = micro_batch * logit_positions * vocab * 4 * LOGITS_COPIES
+    runtime = CPU_PROCESS_GIB if device == CPU else RUNTIME_GIB
+    return ((weights + adapter + activations + logits) / GIB + runtime) * (1 + MARGIN)
 
 
 def gathered_unit_bytes(model: dict[str, Any], precision: str) -> float:
@@ -279,6 +354,12 @@ def gathered_unit_bytes(model: dict[str, Any], precision: str) -> float:
     embedding = float(vocab * hidden)
     per_layer = max(0.0, float(model["parameters"]) - embedding) / layers
     return max(GATHERED_LAYERS * per_layer, embedding) * BYTES_PER_PARAMETER[precision]
+
+
+def admitted_device(plan: TrainingPlan, pool: Pool) -> str:
+    """The device kind a plan is estimated for in `pool`: cpu when every node that could take it
+    has CPU slots (trained without checkpointing, the process itself counted), else cuda."""
+    return CPU if _device_kinds(pool, plan.execution.gpus) == {CPU} else CUDA
 
 
 def _largest_memory(plan: TrainingPlan, pool: Pool) -> tuple[float | None, list[float]]:
@@ -299,12 +380,13 @@ def _the_one_that_fits(plan: TrainingPlan, capable: list[EngineSpec], *, model: 
     whole = [spec for spec in capable if not spec.shards_weights]
     sharded = [spec for spec in capable if spec.shards_weights]
     largest, memories = _largest_memory(plan, pool)
-    needs_whole = training_memory_gib(plan, model=model)
+    device = admitted_device(plan, pool)
+    needs_whole = training_memory_gib(plan, model=model, device=device)
     if largest is None or needs_whole is None or needs_whole <= largest:
         if whole:
             return whole[0]
         raise _engine_refusal(plan)  # only shards train it, and whole copies fit: it trains no way
-    needs_sharded = training_memory_gib(plan, model=model, sharded=True)
+    needs_sharded = training_memory_gib(plan, model=model, sharded=True, device=device)
     if sharded and needs_sharded <= largest:
         return sharded[0]
     needs = needs_sharded if sharded else needs_whole

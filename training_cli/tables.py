@@ -181,6 +181,20 @@ def runs(page: Any) -> Any:
          Col("Engine", wide=True), Col("Pool", wide=True), TAGS, WORKLOAD, CREATED], rows)
 
 
+def memory_text(memory: dict[str, Any] | None) -> str:
+    """A run's memory per device: its estimate beside its measured peak (and each rank's, when several)."""
+    memory = memory or {}
+    if memory.get("estimateGiB") is None and memory.get("peakGiB") is None:
+        return "-"
+    text = f"estimate {number(memory.get('estimateGiB'), 3)} GiB, peak {number(memory.get('peakGiB'), 3)} GiB"
+    ranks = memory.get("ranks") or []
+    if len(ranks) > 1:
+        text += " (" + ", ".join(f"rank {r.get('rank')} {number(r.get('peakGiB'), 3)}" for r in ranks) + ")"
+    if memory.get("measuredAs"):
+        text += f", measured as {memory['measuredAs']}"
+    return text
+
+
 def run(r: dict[str, Any]) -> Any:
     plan = PlanShown.of(r.get("plan"))
     progress = r.get("progress") or {}
@@ -207,6 +221,7 @@ def run(r: dict[str, Any]) -> Any:
         ("Pool", r.get("pool")),
         ("GPUs", r.get("gpus")),
         ("Devices", _devices(scheduling)),
+        ("Memory", memory_text(r.get("memory"))),
     ]
     if r.get("status") == "QUEUED":
         if scheduling.get("position"):

@@ -52,6 +52,7 @@ def create_run(context: Context, *, body: Any, who: Principal) -> dict[str, Any]
         # a trainingState branch starts at its snapshot's step (stepRange), not at 0
         "progress": {"step": accepted.step_range["startStep"], "totalSteps": None, "loss": None, "firstLoss": None,
                      "tokensPerSecond": None, "etaSeconds": None},
+        "memory": {"estimateGiB": None, "peakGiB": None, "ranks": []},  # the worker's (reporter.py)
         "scheduling": {"claim": None, "pool": pool, "node": None, "devices": [], "position": None},
         "snapshots": [],
         "latestSnapshot": None,

@@ -124,6 +124,28 @@ class StepRangeSchema(Schema):
                                                         "batchSize, and the engine counts the rows it trains on"})
 
 
+class RankMemorySchema(Schema):
+    rank = fields.Integer()
+    peakGiB = fields.Float(metadata={"description": "the rank's trainer and its rollout server together"})
+    trainerGiB = fields.Float(metadata={"description": "the training process's peak"})
+    rolloutServerGiB = fields.Float(allow_none=True, metadata={
+        "description": "grpo on a CPU slot: its rollout server's peak resident set (null: none, or vLLM on CUDA, "
+                       "not measured)"})
+
+
+class RunMemorySchema(Schema):
+    estimateGiB = fields.Float(allow_none=True, metadata={
+        "description": "what each device is estimated to need (shared/resolver.py training_memory_gib, from the "
+                       "loaded model's shape, margin included); null until the worker has loaded the model"})
+    peakGiB = fields.Float(allow_none=True, metadata={
+        "description": "the largest measured peak of its ranks; null until training ends"})
+    activationCheckpointing = fields.Boolean(allow_none=True, metadata={
+        "description": "whether it trains with activation checkpointing (what the estimate assumes)"})
+    measuredAs = fields.String(allow_none=True, metadata={
+        "description": "how the peak is measured: peak resident set (CPU) or torch.cuda.max_memory_allocated"})
+    ranks = fields.List(fields.Nested(RankMemorySchema), metadata={"description": "each rank's measured peak"})
+
+
 class RunSchema(ResourceSchema):
     status = fields.String(metadata={"description": "QUEUED, STARTING, RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED"})
     name = fields.String(allow_none=True, metadata={"description": "a name for people (?name= finds it)"})
@@ -137,6 +159,8 @@ class RunSchema(ResourceSchema):
     validationDatasetDigest = fields.String(allow_none=True, metadata={
         "description": "sha256 of the rows it validates on (null without a validationDataset)"})
     progress = fields.Nested(ProgressSchema)
+    memory = fields.Nested(RunMemorySchema, metadata={
+        "description": "memory per device: the estimate beside the measured peak (a peak above it is a warn event)"})
     scheduling = fields.Nested(SchedulingSchema)
     snapshots = fields.List(fields.String())
     latestSnapshot = fields.String(allow_none=True)

@@ -173,6 +173,23 @@ class RunReporter(WorkReporter):
         self.event(reasons.snapshot_written(snapshot_id, step, final=final))
         self.log.info("snapshot written", snapshot=doc["id"], step=step, manifest=json.dumps(manifest))
 
+    def memory(self, *, estimate_gib: float | None = None, activation_checkpointing: bool | None = None,
+               measured_as: str | None = None, ranks: list[dict[str, Any]] | None = None) -> None:
+        """The run's `memory`: its estimate per device, then every rank's measured peak; a warn event
+        when the peak is above the estimate (`peak_above_estimate`)."""
+        def change(doc):
+            doc["memory"] = with_memory_report(doc.get("memory"), estimate_gib=estimate_gib, ranks=ranks,
+                                               activation_checkpointing=activation_checkpointing,
+                                               measured_as=measured_as)
+            return doc
+
+        memory = self.update_run(change)["memory"]
+        over = peak_above_estimate(memory) if ranks is not None else None
+        if over is not None:
+            self.event(reasons.memory_peak_above_estimate(peak_gib=over["peakGiB"], estimate_gib=memory["estimateGiB"],
+                                                          rank=over["rank"], measured_as=memory["measuredAs"]),
+                       level="warn")
+
     def stop_request(self) -> str | None:
         """None, "cancel" or "pause": what the user asked of this run since it started, or "pause"
         when its worker is stopping (then `stop` is STOP_REQUEUE: the run is given back once saved)."""
@@ -188,3 +205,30 @@ class RunReporter(WorkReporter):
             elif doc.get("pauseRequested"):
                 self.stop = "pause"
         return self.stop
+
+
+# --- A run's memory: estimated, then measured (engines/peak_memory.py)
+
+
+def with_memory_report(memory: dict[str, Any] | None, *, estimate_gib: float | None = None,
+                       activation_checkpointing: bool | None = None, measured_as: str | None = None,
+                       ranks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The run's `memory` with one report applied: an estimate (which starts an attempt afresh: its
+    peak is measured again), or the ranks' peaks (`peakGiB` is the largest)."""
+    memory = dict(memory or {"estimateGiB": None, "peakGiB": None, "ranks": []})
+    if estimate_gib is not None:
+        memory.update(estimateGiB=round(float(estimate_gib), 3), activationCheckpointing=activation_checkpointing,
+                      measuredAs=measured_as, peakGiB=None, ranks=[])
+    if ranks is not None:
+        memory.update(ranks=list(ranks), peakGiB=max((r["peakGiB"] for r in ranks), default=None))
+    return memory
+
+
+def peak_above_estimate(memory: dict[str, Any]) -> dict[str, Any] | None:
+    """The rank whose measured peak is above the run's estimate (the highest), or None: within it,
+    or one of the two not known."""
+    estimate = memory.get("estimateGiB")
+    if estimate is None or not memory.get("ranks"):
+        return None
+    highest = max(memory["ranks"], key=lambda r: r["peakGiB"])
+    return highest if highest["peakGiB"] > estimate else None

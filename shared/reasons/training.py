@@ -168,3 +168,10 @@ def loss_not_finite(*, step: int, loss: float, learning_rate: float) -> str:
     """A step whose loss is NaN or infinite: training diverged, and going on would train on nothing."""
     return (f"the loss was {loss} at step {step}: training diverged. Lower learningRate (it was "
             f"{learning_rate:g} at that step), or train in fp32 or bf16 rather than fp16")
+
+
+def memory_peak_above_estimate(*, peak_gib: float, estimate_gib: float, rank: int, measured_as: str) -> str:
+    """A run's measured peak passed its estimate (services/trainer_worker/reporter.py): the estimate
+    is wrong on the unsafe side for this plan, and a larger one may not fit where it was admitted."""
+    return (f"peak memory {peak_gib:.2f} GiB (rank {rank}, {measured_as}) is above the estimate of "
+            f"{estimate_gib:.2f} GiB: the estimate is too low for this plan")

@@ -38,6 +38,10 @@ def test_sft_run_trains_to_succeeded_and_its_adapter_loads(stack, tmp_path):
     assert done["progress"]["loss"] < done["progress"]["firstLoss"]
     assert done["scheduling"]["node"] == "local" and len(done["scheduling"]["devices"]) == 1
     assert done["startedAt"] and done["finishedAt"]
+    # its training process measured its own peak, shown beside its estimate (never below it)
+    memory = done["memory"]
+    assert memory["peakGiB"] > 0.1 and memory["estimateGiB"] >= memory["peakGiB"], memory
+    assert memory["measuredAs"] == "peak resident set" and [r["rank"] for r in memory["ranks"]] == [0]
 
     metrics = stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"]
     losses = [m["loss"] for m in metrics if m.get("loss") is not None]

@@ -6,7 +6,9 @@ import pytest
 
 from shared.errors import WorkFailed
 from shared.gpu_share import (
+    CPU_SERVER_PROCESS_GIB,
     GIB,
+    LOGITS_COPIES_SAMPLING,
     SERVER_RUNTIME_GIB,
     batch_invariant_supported,
     gpu_memory_utilization,
@@ -31,6 +33,14 @@ def test_the_server_holds_the_base_weights_its_kv_cache_and_its_runtime():
     assert kv == 8 * 1280 * 147456
     needs = rollout_server_gib(PLAN, parameters=8e9, hidden=4096, layers=36)
     assert needs == pytest.approx((8e9 * 2 + kv) / GIB + SERVER_RUNTIME_GIB)
+
+
+def test_the_built_in_server_on_a_cpu_slot_also_keeps_the_linear_layers_as_loaded_and_its_process():
+    kv = kv_cache_bytes(PLAN, hidden=4096, layers=36, sequences=8)
+    logits = 8 * 151936 * 4 * LOGITS_COPIES_SAMPLING
+    linear = 8e9 - 151936 * 4096  # every weight but the (tied) embedding's
+    needs = rollout_server_gib(PLAN, parameters=8e9, hidden=4096, layers=36, vocab=151936, device="cpu")
+    assert needs == pytest.approx((8e9 * 2 + linear * 2 + kv + logits) / GIB + CPU_SERVER_PROCESS_GIB)
 
 
 def test_vllm_gets_the_share_the_trainer_leaves_free_rounded_down():

@@ -30,11 +30,11 @@ def pool(memory_gib, count=4, kind="cuda"):
     return Pool("p", (Node("n", kind, count, memory_gib),))
 
 
-def test_a_12b_model_in_fp32_trains_sharded_on_40_gib_gpus_and_whole_on_141():
+def test_a_12b_model_in_fp32_trains_sharded_on_48_gib_gpus_and_whole_on_141():
     whole, sharded = (training_memory_gib(plan(2), model=GEMMA_12B, sharded=s) for s in (False, True))
-    assert sharded < 40 < whole  # 44.7 GiB of fp32 weights alone, whole; about half of it per GPU sharded
-    assert resolve(plan(2), model=GEMMA_12B, pool=pool(40)).name == "sft-fsdp"
-    assert resolve(plan(4), model=GEMMA_12B, pool=pool(40)).name == "sft-fsdp"
+    assert sharded < 48 < whole  # 44.7 GiB of fp32 weights alone, whole; about half of it per GPU sharded
+    assert resolve(plan(2), model=GEMMA_12B, pool=pool(48)).name == "sft-fsdp"
+    assert resolve(plan(4), model=GEMMA_12B, pool=pool(48)).name == "sft-fsdp"
     assert resolve(plan(2), model=GEMMA_12B, pool=pool(141)).name == "sft-ddp"
     assert resolve(plan(2), model=GEMMA_12B, pool=Pool("p", (Node("n", "cuda", 4, None),))).name == "sft-ddp"
 
@@ -59,10 +59,10 @@ def test_one_gpu_and_grpo_have_no_sharded_engine_and_are_refused_with_the_whole_
 
 
 def test_base_models_get_lists_which_engine_each_gpu_count_gets():
-    rows = [r for r in startable_runs(GEMMA_12B, [pool(40, count=8)])
+    rows = [r for r in startable_runs(GEMMA_12B, [pool(48, count=8)])
             if r["method"] == "sft" and r["precision"] == "fp32" and r["restore"] == "none"]
     assert {r["gpus"]: r["engine"] for r in rows} == {2: "sft-fsdp", 4: "sft-fsdp", 8: "sft-fsdp"}
-    rows = [r for r in startable_runs(GEMMA_12B, [pool(40, count=8)])
+    rows = [r for r in startable_runs(GEMMA_12B, [pool(48, count=8)])
             if r["method"] == "sft" and r["precision"] == "bf16" and r["restore"] == "none"]
     assert {r["gpus"]: r["engine"] for r in rows} == {1: "sft-single", 2: "sft-ddp", 4: "sft-ddp", 8: "sft-ddp"}
 
@@ -70,14 +70,14 @@ def test_base_models_get_lists_which_engine_each_gpu_count_gets():
 def test_cpu_slots_declared_small_enough_pick_the_sharded_engine_for_the_tiny_model():
     """How CPU tests reach sft-fsdp through the resolver: a node whose slots declare a memory
     between the tiny model's sharded and whole estimates (real selection, no switch)."""
-    whole, sharded = (training_memory_gib(plan(2), model=TINY, sharded=s) for s in (False, True))
+    whole, sharded = (training_memory_gib(plan(2), model=TINY, sharded=s, device="cpu") for s in (False, True))
     between = round((whole + sharded) / 2, 6)
     config = parse_config({"pools": {"small": {"nodes": [
         {"name": "cpu-node", "devices": {"kind": "cpu", "count": 2, "memoryGiB": between}}]}}})
     small = config.pool("small")
     assert small.nodes[0].memory_gib == between
     assert resolve(plan(2), model=TINY, pool=small).name == "sft-fsdp"
-    one = training_memory_gib(plan(1), model=TINY)  # the whole batch on one slot: more activations
+    one = training_memory_gib(plan(1), model=TINY, device="cpu")  # the whole batch on one slot: more activations
     assert one > between
     with pytest.raises(Unprocessable) as refused:
         resolve(plan(1), model=TINY, pool=small)

@@ -42,6 +42,7 @@ class RecordingReporter:
     points: list[dict] = field(default_factory=list)
     events: list[tuple[str, str]] = field(default_factory=list)
     snapshots: list[dict] = field(default_factory=list)
+    memory_reports: list[dict] = field(default_factory=list)
 
     def started(self, *, total_steps: int) -> None:
         self.total_steps = total_steps
@@ -55,6 +56,9 @@ class RecordingReporter:
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
         assert (directory / "snapshot.json").is_file()  # complete when announced
         self.snapshots.append({"step": step, "directory": directory, "manifest": manifest, "final": final})
+
+    def memory(self, **kwargs) -> None:
+        self.memory_reports.append(kwargs)
 
     def stop_request(self) -> str | None:
         if self.stop_after_step is not None and len(self.points) >= self.stop_after_step:

@@ -101,3 +101,22 @@ def test_runs_logs_prints_the_events_as_json_or_yaml(real_training, real_api, ru
     assert [json.loads(line) for line in followed.splitlines()] == events
     assert list(yaml.safe_load_all(real_training("runs", "logs", run_id, "-f", "-o", "yaml").output)) == events
     assert real_training("runs", "logs", run_id, "-f").output == table
+
+
+def test_runs_get_shows_the_memory_estimate_beside_the_measured_peak(real_training, real_api, run_id):
+    """Written where the worker's reporter writes it (services/trainer_worker/reporter.py), read back
+    through the API by `runs get`: the estimate, the largest peak, each rank's, and how it was measured."""
+    from services.trainer_worker.engines.peak_memory import RSS, rank_peak
+    from services.trainer_worker.reporter import with_memory_report
+
+    store = real_api["context"].store
+    before = real_training("runs", "get", run_id).output.splitlines()
+    assert next(line for line in before if line.startswith("Memory")).split() == ["Memory", "-"]  # not yet
+    memory = with_memory_report(None, estimate_gib=1.5, activation_checkpointing=False, measured_as=RSS)
+    memory = with_memory_report(memory, ranks=[rank_peak(0, trainer_bytes=2 * 1024**3),
+                                               rank_peak(1, trainer_bytes=1024**3)])
+    store.update(run_id, lambda doc: {**doc, "memory": memory})
+    shown = json.loads(real_training("runs", "get", run_id, "-o", "json").output)["memory"]
+    assert (shown["estimateGiB"], shown["peakGiB"], [r["peakGiB"] for r in shown["ranks"]]) == (1.5, 2.0, [2.0, 1.0])
+    line = next(line for line in real_training("runs", "get", run_id).output.splitlines() if "Memory" in line)
+    assert "estimate 1.5 GiB, peak 2 GiB (rank 0 2, rank 1 1), measured as peak resident set" in line

@@ -113,6 +113,9 @@ def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(
     expect(page.locator("#snapshots tr[data-snapshot]")).to_have_count(2)
     expect(page.locator("#run-status")).to_have_text("SUCCEEDED")
     expect(page.locator("#pause")).to_be_disabled()
+    memory = stack.get(f"/v1/runs/{run}").json()["memory"]  # the estimate beside the measured peak
+    expect(page.locator(".field").filter(has_text="memory")).to_contain_text(
+        f"estimate {_num(memory['estimateGiB'], 3)} GiB · peak {_num(memory['peakGiB'], 3)} GiB")
     # its process log (issue 30): what the worker process saw, shown on demand
     page.click("#show-process-log")
     expect(page.locator("#process-log")).to_contain_text("INFO training started: 12 steps")
@@ -124,9 +127,9 @@ def _camel(label: str) -> str:
     return {"learning rate": "learningRate", "grad norm": "gradNorm", "tokens/s": "tokensPerSecond"}[label]
 
 
-def _num(value: float) -> str:
-    """What the page's num() shows: four significant digits."""
-    return f"{float(f'{value:.4g}')}".rstrip("0").rstrip(".") if abs(value) >= 1e-3 else f"{value:.2e}"
+def _num(value: float, digits: int = 4) -> str:
+    """What the page's num() shows: four significant digits (or `digits`)."""
+    return f"{float(f'{value:.{digits}g}')}".rstrip("0").rstrip(".") if abs(value) >= 1e-3 else f"{value:.2e}"
 
 
 def test_a_live_run_follows_and_pauses_resumes_and_cancels_from_its_buttons(page, stack, world):

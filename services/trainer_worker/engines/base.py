@@ -46,6 +46,12 @@ class Reporter(Protocol):
         """A complete layout-2 snapshot is published at `key` of the artifact store (`directory`: a
         local copy of it)."""
 
+    def memory(self, *, estimate_gib: float | None = None, activation_checkpointing: bool | None = None,
+               measured_as: str | None = None, ranks: list[dict] | None = None) -> None:
+        """What the run needs per device: its estimate once the model is loaded (`estimate_gib`, how
+        it trains, how its peak is measured), then when training ends every rank's measured peak
+        (`ranks`: engines/peak_memory.py `rank_peak` entries)."""
+
     def stop_request(self) -> str | None:
         """Polled at each step end: None (go on), "cancel" or "pause" (STOP_CANCEL, STOP_PAUSE).
 

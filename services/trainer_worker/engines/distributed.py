@@ -9,7 +9,7 @@ HF Trainer turns into DDP: gloo on CPU slots, NCCL on CUDA. The global batch sta
 
 Only rank 0 talks to the outside, over one local connection to this process:
 
-    rank 0 ──("call", started|metrics|event|snapshot, kwargs)──► parent ──► the real Reporter
+    rank 0 ──("call", started|metrics|event|snapshot|memory, kwargs)──► parent ──► the real Reporter
     rank 0 ──("stop?",) at each step end──► parent ──► reporter.stop_request()
     rank 0 ◄──("stop", None|"cancel"|"pause")── parent
     rank 0 ──("result", TrainingResult fields)─────────────────► parent
@@ -17,7 +17,8 @@ Only rank 0 talks to the outside, over one local connection to this process:
     rank 0 ──("nothing to train", start, end) when it starts at its last step──► parent raises NothingToTrain
 
 so the Reporter interface is the same on one device or many, and a stop request lands on the same
-step as on one device. Rank 0 broadcasts each step's stop decision to the other ranks
+step as on one device. Each rank measures its own peak memory when training ends; rank 0 gathers
+them (engines/peak_memory.py) and reports them all. Rank 0 broadcasts each step's stop decision to the other ranks
 (kit.agree_on_stop), so all stop at the same step. Other ranks report nothing; each rank writes
 its output to work_dir/ranks/rank-R.log.
 
@@ -242,6 +243,9 @@ class _RelayReporter:
         self.conn.send(("call", "snapshot", {"step": step, "key": key, "directory": directory, "manifest": manifest,
                                              "final": final}))
 
+    def memory(self, **kwargs) -> None:
+        self.conn.send(("call", "memory", kwargs))
+
     def stop_request(self) -> str | None:
         # Asked once per step and answered by the real reporter after every call sent before it,
         # so a stop lands on the same step as it would on one device.
@@ -264,6 +268,9 @@ class _SilentReporter:
         pass
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
+        pass
+
+    def memory(self, **kwargs) -> None:
         pass
 
     def stop_request(self) -> str | None:

@@ -44,6 +44,7 @@ from services.trainer_worker.engines.kit import (
     load_for_training,
     lora_config,
     quiet_progress,
+    report_memory_estimate,
     restore_phrase,
     trainer_arguments,
     without_printer,
@@ -401,6 +402,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
 
     plan = job.plan
     restored, tokenizer, model = load_for_training(job, reporter)
+    report_memory_estimate(job, reporter, model, checkpointing=None)  # as grpo_config trains it
     args = grpo_config(job)
     rows = load_prompt_rows(job.dataset_path)
     images = any(_holds_image_placeholder(row["prompt"]) for row in rows)
@@ -416,6 +418,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
                              reward_keys=[f.__name__ for f in reward_functions], beta=args.beta,
                              groups_per_step=plan.hyperparameters.batch_size // args.num_generations)
+    callback.rollout_server = server  # its peak memory counts with this rank's
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
     trainer = warm_up_from_the_first_step(guard_checkpoint_writes(without_printer(GRPOTrainer(

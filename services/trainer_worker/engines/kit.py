@@ -15,6 +15,10 @@ method:
 - **trainer arguments**: `trainer_arguments`, the HF TrainingArguments every engine derives from the plan,
   and `activation_checkpointing`, whether an sft run on CUDA recomputes activations (only when the
   resolver's memory estimate without it does not fit the GPU);
+- **memory**: `report_memory_estimate`, the run's estimate per device from the loaded model's shape for
+  how it trains here (shared/resolver.py `training_memory_gib`, the same function the checkpointing
+  choice reads), and each rank's measured peak when training ends (the callback's `on_train_end`,
+  engines/peak_memory.py);
 - **the callback**: `ReporterCallback` (metrics, cancel and pause agreed across ranks, every HF
   checkpoint published as a layout-2 snapshot), subclassed by each engine, bound to transformers'
   TrainerCallback by `bind_callback`; `guard_checkpoint_writes`, which makes a full disk under a
@@ -50,12 +54,13 @@ from services.trainer_worker.engines.base import (
     publish_checkpoint_as_snapshot,
     snapshot_write_failed,
 )
+from services.trainer_worker.engines import peak_memory
 from services.trainer_worker.engines.sharding import fsdp_arguments, shards, write_adapter
 from shared import reasons
 from shared.errors import WorkFailed
 from shared.models import load_causal_lm, load_tokenizer
 from shared.plans import EPOCHS_WITHOUT_MAX_STEPS, TrainingPlan
-from shared.resolver import GIB, trainer_memory_gib
+from shared.resolver import CPU, CUDA, GIB, trainer_memory_gib, training_memory_gib
 
 # A save_steps no run reaches: with save_strategy "steps" the Trainer still saves at the last step.
 NEVER = 10**12
@@ -188,8 +193,9 @@ def load_for_training(job: TrainingJob, reporter: Reporter):
 
 # Without checkpointing a step over a frozen base costs a forward and a backward (input gradients
 # only); with it, one more forward: a third of the step. So an sft run on CUDA keeps its activations
-# when the resolver's estimate without checkpointing fits this share of the GPU's memory (the rest is
-# the estimate's margin: it is rough, shared/resolver.py).
+# when the resolver's estimate without checkpointing (margin included) fits this share of the GPU's
+# memory: the rest is for what max_memory_allocated does not count (the CUDA context, the
+# allocator's reserve). The run then reports that same estimate as its own.
 KEEP_ACTIVATIONS_SHARE = 0.8
 
 
@@ -203,6 +209,7 @@ def model_facts(model) -> dict[str, Any]:
         "hiddenSize": int(config.hidden_size),
         "layers": int(config.num_hidden_layers),
         "vocabSize": int(config.vocab_size),
+        "intermediateSize": getattr(config, "intermediate_size", None),
     }
 
 
@@ -224,6 +231,23 @@ def activation_checkpointing(job: TrainingJob, model) -> tuple[bool, str | None]
     keep, needs = keeps_activations(job.plan, model_facts(model), gpu_gib)
     return not keep, reasons.activation_checkpointing_chosen(on=not keep, needs_gib=needs, gpu_gib=gpu_gib,
                                                              share=KEEP_ACTIVATIONS_SHARE)
+
+
+# --- The run's memory: estimated once the model is loaded, measured when training ends
+
+
+def report_memory_estimate(job: TrainingJob, reporter: Reporter, model, *, checkpointing: bool | None) -> float:
+    """Tell the run what this job is estimated to need per device (shared/resolver.py
+    `training_memory_gib`, from the loaded model's own shape), for how the engine trains it here:
+    `checkpointing` as chosen (None: as trainer_arguments defaults it, on CUDA always, never on CPU)."""
+    on_cpu = job.devices[0].startswith("cpu")
+    if checkpointing is None:
+        checkpointing = not on_cpu
+    estimate = training_memory_gib(job.plan, model=model_facts(model), sharded=shards(job.engine),
+                                   device=CPU if on_cpu else CUDA, activation_checkpointing=checkpointing)
+    reporter.memory(estimate_gib=estimate, activation_checkpointing=checkpointing,
+                    measured_as=peak_memory.measured_as(on_cpu))
+    return estimate
 
 
 # --- The HF TrainingArguments every engine derives
@@ -314,6 +338,7 @@ class ReporterCallback:
     def __init__(self, job: TrainingJob, reporter: Reporter):
         self.job = job
         self.reporter = reporter
+        self.rollout_server = None  # grpo: its rollout server (a process whose peak counts with this rank's)
         self.losses: list[float] = []
         self.stopped_early = False
         self.paused = False
@@ -362,6 +387,16 @@ class ReporterCallback:
         self._last_time, self._last_tokens = now, tokens
         self.losses.append(point["loss"])
         return point
+
+    def on_train_end(self, args, state, control, **kwargs):
+        """Every rank measures its peak (peak_memory.py); rank 0 reports them all."""
+        server = self.rollout_server.peak_bytes() if self.rollout_server is not None else None
+        entry = peak_memory.rank_peak(int(os.environ.get("RANK", "0")),
+                                      trainer_bytes=peak_memory.own_peak_bytes(self.job.devices[0].startswith("cpu")),
+                                      server_bytes=server)
+        ranks = peak_memory.gathered(entry)
+        if state.is_world_process_zero:
+            self.reporter.memory(ranks=ranks)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:  # the end-of-training summary has train_loss instead

@@ -42,9 +42,9 @@ def vllm_sizes(plan: TrainingPlan, *, model_dir: Path, parameters: int, device_g
     GPU the trainer leaves free, and the longest sequence a rollout needs. A ValueError (its sentence
     from shared/gpu_share.py) when what is left is less than the server needs."""
     model = model_facts(model_dir, parameters=parameters)
-    hidden, layers, _ = model_shape(model)
+    hidden, layers, vocab = model_shape(model)
     trainer = trainer_memory_gib(plan, model=model)
-    server = rollout_server_gib(plan, parameters=float(parameters), hidden=hidden, layers=layers)
+    server = rollout_server_gib(plan, parameters=float(parameters), hidden=hidden, layers=layers, vocab=vocab)
     return {"gpu_memory_utilization": gpu_memory_utilization(device_gib=device_gib, trainer_gib=trainer,
                                                              server_gib=server),
             "max_model_len": max_model_len(plan, max_positions=model["maxPositions"])}

@@ -32,6 +32,7 @@ from typing import Any
 import requests
 
 from services.trainer_worker.engines.child_logs import last_error
+from services.trainer_worker.engines.peak_memory import process_peak_bytes
 from shared import reasons
 from shared.child_env import child_env, die_with_parent, with_python_path
 from shared.errors import WorkFailed
@@ -257,6 +258,13 @@ class RolloutServer:
             body["seed"] = seed
         choices = sorted(self._post("/v1/chat/completions", body).json()["choices"], key=lambda c: c["index"])
         return list(choices[0]["prompt_token_ids"]), [list(c["token_ids"]) for c in choices]
+
+    def peak_bytes(self) -> int | None:
+        """The serving process's peak resident set so far on a CPU slot (the built-in server); None
+        on CUDA, where vLLM's memory is on the GPU (engines/peak_memory.py), or when not running."""
+        if self.proc is None or self.proc.poll() is not None or not self.devices[0].startswith("cpu"):
+            return None
+        return process_peak_bytes(self.proc.pid)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

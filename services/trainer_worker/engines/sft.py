@@ -40,6 +40,7 @@ from services.trainer_worker.engines.kit import (
     load_for_training,
     lora_config,
     quiet_progress,
+    report_memory_estimate,
     restore_phrase,
     trainer_arguments,
     without_printer,
@@ -203,6 +204,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     # FSDP2 (sft-fsdp) checkpoints by its own config (engines/sharding.py): its runs are the ones
     # whose whole copies did not fit
     checkpointing, why = (None, None) if shards(job.engine) else activation_checkpointing(job, model)
+    report_memory_estimate(job, reporter, model, checkpointing=checkpointing)
     args = sft_config(job, checkpointing=checkpointing)
     train_on_prompt = bool(plan.hyperparameters.train_on_prompt)
     # packing takes no rows with images: the API refused such a plan (shared/plans/check.py)

@@ -142,3 +142,12 @@ def test_a_rank_that_raises_fails_the_run_with_its_error(model_dir, tmp_path):
     assert message.startswith("rank 0 of 2 failed with exit code 1: [Errno 2] No such file or directory: ")
     assert "missing.jsonl" in message and message.endswith("; the other ranks were stopped")
     assert _rank_pids() == {}
+
+
+def test_every_rank_measures_its_own_peak_and_rank_0_reports_them_all(one_slot, two_slots):
+    _, two, _ = two_slots
+    for reporter, ranks in ((one_slot, [0]), (two, [0, 1])):
+        estimate, peaks = reporter.memory_reports
+        assert [r["rank"] for r in peaks["ranks"]] == ranks
+        assert all(r["peakGiB"] > 0.1 for r in peaks["ranks"])  # each a training process's peak resident set
+        assert estimate["estimate_gib"] >= max(r["peakGiB"] for r in peaks["ranks"])

@@ -276,3 +276,14 @@ def test_a_folding_rollout_server_samples_what_the_unmerged_adapter_does(model_d
     assert [p["loss"] for p in folded] == pytest.approx([p["loss"] for p in unmerged], abs=1e-6)
     assert folded_posts.count("/v1/load_lora_adapter") == unmerged_posts.count("/v1/load_lora_adapter") == 4
     assert "/v1/unload_lora_adapter" not in folded_posts and unmerged_posts.count("/v1/unload_lora_adapter") == 3
+
+
+def test_the_rollout_servers_peak_counts_with_its_ranks(trained):
+    """A grpo run on a CPU slot: its built-in rollout server's peak resident set is measured before it
+    is stopped and added to its rank's; the estimate (rollout server included) is not below the sum."""
+    _, reporter, _ = trained
+    estimate, peaks = reporter.memory_reports
+    (rank,) = peaks["ranks"]
+    assert rank["rolloutServerGiB"] > 0.1 and rank["trainerGiB"] > 0.1
+    assert rank["peakGiB"] == pytest.approx(rank["trainerGiB"] + rank["rolloutServerGiB"], abs=0.002)
+    assert estimate["estimate_gib"] >= rank["peakGiB"]

@@ -76,7 +76,7 @@ def test_vllm_takes_the_share_the_trainer_leaves_free_and_serves_prompt_plus_com
 
     config = json.loads((model_dir / "config.json").read_text())
     model = {"parameters": PARAMETERS, "hiddenSize": config["hidden_size"], "layers": config["num_hidden_layers"],
-             "vocabSize": config["vocab_size"]}
+             "vocabSize": config["vocab_size"], "intermediateSize": config["intermediate_size"]}
     trainer = trainer_memory_gib(typed(plan), model=model)
     share = math.floor((4.0 - trainer) / 4.0 * 100) / 100
     assert argv[:2] == ["vllm", "serve"]
@@ -103,10 +103,10 @@ def test_a_gpu_the_trainer_leaves_too_little_of_is_refused_with_its_sentence(mod
     plan = copy.deepcopy(GRPO_PLAN)
     config = json.loads((model_dir / "config.json").read_text())
     server_gib = rollout_server_gib(typed(plan), parameters=PARAMETERS, hidden=config["hidden_size"],
-                                    layers=config["num_hidden_layers"])
+                                    layers=config["num_hidden_layers"], vocab=config["vocab_size"])
     on_a_cuda_node(monkeypatch, device_gib=1.0)
     model = {"parameters": PARAMETERS, "hiddenSize": config["hidden_size"], "layers": config["num_hidden_layers"],
-             "vocabSize": config["vocab_size"]}
+             "vocabSize": config["vocab_size"], "intermediateSize": config["intermediate_size"]}
     free = 1.0 - trainer_memory_gib(typed(plan), model=model)
     with pytest.raises(WorkFailed) as refused:
         command(server(model_dir, tmp_path, plan))

@@ -126,6 +126,15 @@ export default async function runPage(main, [runId], life) {
   }
   let snapshotDocs = [];
 
+  // memory per device: the estimate beside the measured peak (each rank's when several)
+  function memoryText(m) {
+    if (!m || (m.estimateGiB == null && m.peakGiB == null)) return "–";
+    const ranks = (m.ranks || []).length > 1
+      ? ` (${m.ranks.map((r) => `rank ${r.rank} ${num(r.peakGiB, 3)}`).join(", ")})` : "";
+    const over = m.peakGiB != null && m.estimateGiB != null && m.peakGiB > m.estimateGiB ? " — above the estimate" : "";
+    return `estimate ${num(m.estimateGiB, 3)} GiB · peak ${num(m.peakGiB, 3)} GiB${ranks}${over}`;
+  }
+
   function drawRun() {
     fill(document.getElementById("run-status"), badge(run.status));
     const p = run.progress, s = run.scheduling || {};
@@ -138,6 +147,7 @@ export default async function runPage(main, [runId], life) {
       field("tokens/s", num(p.tokensPerSecond)),
       field("eta", p.etaSeconds == null ? "–" : `${Math.round(p.etaSeconds)}s`),
       field("devices", s.node ? `${s.node}: ${(s.devices || []).join(", ")}` : s.waitingText || "–"),
+      field("memory", memoryText(run.memory)),
       field("parent", run.parent ? h("span", {}, link(`#/runs/${run.parent.run}`, run.parent.run || "imported"),
         ` @ ${run.parent.snapshot} (${run.parent.restore})`) : "none"),
       field("workload", run.workload),
