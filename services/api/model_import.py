@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from typing import Any
 
 from services.api.auth import Principal
 from services.api.context import Context
+from services.api.plain_tree import copy_plain_tree
 from shared import reasons
 from shared.errors import Conflict, Forbidden, TooLarge, Unprocessable, ValidationFailed
 from shared.models.facts import CONFIG_FILE, ModelRefused, read_model_facts, refusal
@@ -84,7 +84,7 @@ def import_model(context: Context, *, path: str, model_id: str | None, who: Prin
         if is_gguf:
             provenance = _convert_gguf(context, source, work / "x")
         else:
-            _copy_plain_tree(source, work / "x", path)
+            copy_plain_tree(source, work / "x", not_plain=lambda inside: reasons.model_import_path_not_plain(path, inside))
             provenance = {"format": "huggingface"}
         seconds = round(time.monotonic() - started, 1)
         facts = _facts(work / "x", model_id)
@@ -157,31 +157,6 @@ def _size(source: Path, shown: str) -> int:
                                        details={"field": "path"})
         total += sum((Path(directory) / name).stat().st_size for name in files)
     return total
-
-
-def _copy_plain_tree(source: Path, target: Path, shown: str) -> None:
-    """Copy a model directory of plain files and directories; any link, device or fifo is refused,
-    and each file is opened without following a link (O_NOFOLLOW)."""
-    for directory, dirs, files in os.walk(source, followlinks=False):
-        here = Path(directory)
-        (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
-        for name in dirs:
-            if os.path.islink(here / name):
-                raise ValidationFailed(reasons.model_import_path_not_plain(shown, str((here / name).relative_to(source))),
-                                       details={"field": "path"})
-        for name in files:
-            entry = here / name
-            try:
-                fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW)
-            except OSError:
-                fd = None
-            if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
-                if fd is not None:
-                    os.close(fd)
-                raise ValidationFailed(reasons.model_import_path_not_plain(shown, str(entry.relative_to(source))),
-                                       details={"field": "path"})
-            with os.fdopen(fd, "rb") as src, open(target / entry.relative_to(source), "wb") as dst:
-                shutil.copyfileobj(src, dst, 1024 * 1024)
 
 
 def _sha256(path: Path) -> str:

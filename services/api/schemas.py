@@ -332,6 +332,7 @@ class BaseModelSchema(Schema):
         "description": "what a request that names no sampling settings gets from this model"})
     loraTargetModules = fields.List(fields.String())
     architecture = fields.String(allow_none=True, metadata={"description": "config.json's architecture"})
+    modelType = fields.String(allow_none=True, metadata={"description": "config.json's model_type (qwen3, llama, ...)"})
     hiddenSize = fields.Integer(allow_none=True)
     layers = fields.Integer(allow_none=True)
     heads = fields.Integer(allow_none=True)

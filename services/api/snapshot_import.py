@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -28,6 +27,7 @@ from typing import IO, Any
 from services.api.auth import Principal
 from services.api.branches import with_readable
 from services.api.context import Context
+from services.api.plain_tree import copy_plain_tree
 from services.api.snapshot_members import SnapshotMembers, relative
 from shared import reasons
 from shared.errors import Forbidden, TooLarge, ValidationFailed
@@ -52,7 +52,8 @@ def import_directory(context: Context, *, path: str, workload: str, who: Princip
     snapshot_id = new_id(Kind.SNAPSHOT)
     work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=context.artifacts.scratch("imported")))
     try:
-        _copy_plain_tree(source, work / "x", path, members)
+        copy_plain_tree(source, work / "x", not_plain=lambda inside: reasons.snapshot_path_not_plain(path, inside),
+                        admit=lambda inside, size: members.admit(inside, size) if inside != MANIFEST_FILE else None)
         key = context.artifacts.put_dir(work / "x", imported_snapshot_key(snapshot_id), move=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -85,39 +86,6 @@ def _confined(context: Context, path: str) -> Path:
                 return real
     raise ValidationFailed(reasons.snapshot_path_outside_roots(path, [str(r) for r in roots]),
                            details={"field": "path"})
-
-
-def _copy_plain_tree(source: Path, target: Path, shown: str, members: SnapshotMembers) -> None:
-    """Copy a directory of plain files and directories; any link, device or fifo is refused, and a
-    file is opened without following a link (O_NOFOLLOW), so one swapped in meanwhile is refused too.
-    Each file must belong to the snapshot (`members`) before it is copied."""
-    for directory, dirs, files in os.walk(source, followlinks=False):
-        here = Path(directory)
-        (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
-        for name in dirs:
-            if os.path.islink(here / name):
-                raise ValidationFailed(reasons.snapshot_path_not_plain(shown, str((here / name).relative_to(source))),
-                                       details={"field": "path"})
-        for name in files:
-            entry = here / name
-            try:
-                fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW)
-            except OSError:
-                fd = None
-            if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
-                if fd is not None:
-                    os.close(fd)
-                raise ValidationFailed(reasons.snapshot_path_not_plain(shown, str(entry.relative_to(source))),
-                                       details={"field": "path"})
-            inside = entry.relative_to(source).as_posix()
-            if inside != MANIFEST_FILE:
-                try:
-                    members.admit(inside, os.fstat(fd).st_size)
-                except BaseException:
-                    os.close(fd)
-                    raise
-            with os.fdopen(fd, "rb") as src, open(target / entry.relative_to(source), "wb") as dst:
-                shutil.copyfileobj(src, dst)
 
 
 def import_archive(context: Context, *, archive: IO[bytes], filename: str, workload: str) -> dict[str, Any]:

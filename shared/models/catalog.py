@@ -36,7 +36,7 @@ REAL_ENTRY_DEFAULTS = {
     "parameters": None,
 }
 # What the files say of a model, as the catalog shows it (null where they do not say)
-FILE_FACTS = ("architecture", "hiddenSize", "layers", "heads", "kvHeads", "intermediateSize", "vocabSize",
+FILE_FACTS = ("architecture", "modelType", "hiddenSize", "layers", "heads", "kvHeads", "intermediateSize", "vocabSize",
               "maxPositions", "tiedEmbeddings", "chatTemplate")
 
 

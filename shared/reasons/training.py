@@ -101,7 +101,7 @@ def evaluation_scoring(*, rows: int, dataset: str, model: str, snapshot: str | N
     """`max_tokens`: `evaluation_max_tokens_text`."""
     return (f"scoring {rows} row(s) of {dataset} with {model}"
             + (f" and the adapter of {snapshot}" if snapshot else "")
-            + f" ({dtype} on {device}, greedy, at most {max_tokens} token(s))")
+            + f" ({dtype} on {device}, greedy, at most {max_tokens})")
 
 
 def evaluation_max_tokens_text(used: int, source: str | None, longest_reference: int | None) -> str:

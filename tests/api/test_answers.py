@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from services.trainer_worker.node_worker import take_devices
 from services.trainer_worker.reporter import RunReporter
 from shared.claims.queue import ClaimQueue
 from shared.lifecycle.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
+from shared.models.tiny_models import ensure_builtin
 from shared.snapshots.manifest import manifest, write_manifest
 from shared.store.artifacts import endpoint_key, evaluation_rows_key, join, run_key
 from shared.store.times import now_iso
@@ -121,6 +123,12 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     ask("GET", "/v1/base-models")
     ask("GET", f"/v1/base-models/{MODEL}")
     ask("GET", "/v1/base-models/Qwen/Qwen3-8B")
+    # a real model handed over as a Hugging Face directory: the tiny Qwen3's files
+    handed = tmp_path / "handed-over"
+    shutil.copytree(ensure_builtin("tiny-qwen3", context.artifacts), handed)
+    (handed / "trainer_model.json").unlink()
+    ask("POST", "/v1/base-models/import", status=201, json={"path": str(handed), "id": "acme/handed-over"})
+    ask("GET", "/v1/base-models/acme/handed-over")
 
     dataset = upload(ask, "d.jsonl")["id"]
     validation = upload(ask, "v.jsonl")["id"]

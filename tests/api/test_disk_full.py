@@ -59,7 +59,7 @@ def test_the_document_declares_the_507_where_a_request_writes_artifacts(on_disk)
     document = on_disk.get("/v1/openapi.json").json
     declared = {(path, method) for path, operations in document["paths"].items()
                 for method, operation in operations.items() if "507" in operation["responses"]}
-    assert declared == {("/v1/datasets", "post"), ("/v1/snapshots/import", "post")}
+    assert declared == {("/v1/datasets", "post"), ("/v1/snapshots/import", "post"), ("/v1/base-models/import", "post")}
     assert document["components"]["responses"]["InsufficientStorage"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Error"}
 

@@ -78,14 +78,16 @@ def rows(chosen: list[str]) -> str:
                                             {"role": "assistant", "content": f"<<{w}>>"}]}) + "\n" for w in chosen)
 
 
-def run_memory_estimate_gib(run: dict, model: dict) -> float:
-    """The memory per GPU the resolver admitted `run` on, from the model's real shape (its config.json),
-    checked to cover at least the base weights. The one place this test reads a run's memory: a
-    measurement of the run's own peak is compared with this estimate here."""
-    estimate = training_memory_gib(TrainingPlan.from_dict(run["plan"]), model=model)
+def check_memory(run: dict, model: dict) -> dict:
+    """The run's own measured peak stayed under the estimate it shows (issue 29 item 2), and that
+    estimate is the resolver's for a CPU slot from the model's real shape, above its base weights."""
+    memory = run["memory"]
+    assert memory["peakGiB"] and memory["estimateGiB"], memory
+    assert memory["peakGiB"] <= memory["estimateGiB"], memory
+    admitted = training_memory_gib(TrainingPlan.from_dict(run["plan"]), model=model, device="cpu")
     weights_gib = model["parameters"] * BYTES_PER_PARAMETER[run["plan"]["precision"]] / GIB
-    assert estimate is not None and estimate > weights_gib, (estimate, weights_gib)
-    return estimate
+    assert admitted is not None and admitted > weights_gib, (admitted, weights_gib)
+    return memory
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +166,7 @@ def test_a_gguf_model_imported_trained_evaluated_and_served(stack, gguf, tmp_pat
     assert created.status_code == 201, created.text
     run = wait_for(stack, f"/v1/runs/{created.json()['id']}", {"SUCCEEDED", "FAILED", "CANCELLED"})
     assert run["status"] == "SUCCEEDED", run
-    run_memory_estimate_gib(run, shown)
+    memory = check_memory(run, shown)
     losses = [p["loss"] for p in stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"] if p.get("loss") is not None]
     later = losses[len(losses) // 2:]  # one step's loss over 4 rows is noisy: the later half's mean
     assert sum(later) / len(later) < losses[0] / 4, losses
@@ -184,4 +186,5 @@ def test_a_gguf_model_imported_trained_evaluated_and_served(stack, gguf, tmp_pat
     print(json.dumps({"importS": round(import_s, 1), "importFormat": model["imported"]["format"],
                       "losses": [round(x, 3) for x in losses], "baseExactMatch": base["exactMatch"],
                       "adapterExactMatch": tuned["exactMatch"], "answers": answers,
+                      "memoryGiB": {"estimate": memory["estimateGiB"], "peak": memory["peakGiB"]},
                       "testS": round(time.monotonic() - started, 1)}))

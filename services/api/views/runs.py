@@ -80,8 +80,8 @@ def run_process_log(run_id: str):
     on failure, the traceback, of each worker process that trained it (shared/store/process_logs.py)."""
     service.get_run(ctx(), run_id)  # another workload's run answers as an unknown one
     text = process_log(ctx().artifacts, run_id)
-    if text is None:
-        raise NotFound(reasons.run_has_no_process_log(run_id), details={"id": run_id})
+    if text is None:  # the run exists: its log is empty so far, and says why in its one line
+        text = reasons.run_has_no_process_log(run_id) + "\n"
     return Response(text, mimetype="text/plain", headers={
         "Content-Disposition": f'inline; filename="{run_id}-process.log"'})
 
