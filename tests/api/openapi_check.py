@@ -84,4 +84,4 @@ def openapi_path(rule: str) -> str:
         head, *rest = match.group(1).split("_")
         return "{" + head + "".join(part.capitalize() for part in rest) + "}"
 
-    return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", name, rule)
+    return re.sub(r"<(?:[a-z_]+:)?([a-z_]+)>", name, rule)

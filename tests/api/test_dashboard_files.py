@@ -59,3 +59,10 @@ def test_every_file_is_package_data():
     package = ROOT.parent
     shipped = {p.relative_to(ROOT).as_posix() for pattern in patterns for p in package.glob(pattern) if p.is_file()}
     assert FILES and shipped == set(FILES), set(FILES) - shipped
+
+
+def test_the_root_redirects_to_the_dashboard_without_a_token(client):
+    """Issue 30: `/` is the dashboard's address too; the Location is relative (no Host repeated)."""
+    resp = client.get("/", headers={"Host": "forged.example"})
+    assert resp.status_code == 302 and resp.headers["Location"] == "/ui"
+    assert b"forged.example" not in resp.data
