@@ -26,7 +26,7 @@ export default async function runsPage(main, _params, life) {
   const method = select("method", ["sft", "grpo"]);
   const workload = h("input", { name: "workload", placeholder: "workload", value: filters.workload, size: 14 });
   const body = h("div", { id: "runs-table" });
-  main.append(h("h1", {}, "Runs"), h("form", { class: "filters", id: "run-filters" }, status, workload, method), body);
+  main.append(h("h1", {}, "Runs ", h("a", { href: "#/runs/new", class: "button", id: "new-run" }, "New run")), h("form", { class: "filters", id: "run-filters" }, status, workload, method), body);
 
   async function refresh() {
     const query = new URLSearchParams({ limit: "200" });
