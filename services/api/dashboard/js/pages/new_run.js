@@ -14,7 +14,7 @@ const NUMBERS = [
 const GRPO_NUMBERS = [["generations", "grpo.numGenerations"], ["KL penalty", "grpo.klPenalty"]];
 
 function startableTable(model, use) {
-  const rows = (model.startableRuns || []).filter((r) => !r.restore).map((r) => h("tr", { "data-startable": `${r.method}/${r.gpus}/${r.precision}` },
+  const rows = (model.startableRuns || []).filter((r) => r.restore === "none").map((r) => h("tr", { "data-startable": `${r.method}/${r.gpus}/${r.precision}` },
     h("td", {}, r.method), h("td", {}, r.gpus), h("td", {}, r.precision), h("td", {}, r.klPenalty ? "with KL" : ""),
     h("td", {}, r.engine), h("td", {}, r.pools.join(", ")), h("td", {}, r.memoryGiB == null ? "–" : `${num(r.memoryGiB)} GiB`),
     h("td", {}, h("button", { type: "button", class: "use", onclick: () => use(r) }, "Use"))));
