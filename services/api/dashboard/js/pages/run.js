@@ -3,8 +3,9 @@
 // snapshot can start (snapshot_actions.js) with the evaluations started so.
 
 import { api, follower } from "../api.js";
-import { chart, seriesOf } from "../chart.js";
+import { chart, seriesOf } from "../plot.js";
 import { badge, bytes, clear, errorBox, field, fill, h, link, num, table, when } from "../dom.js";
+import { overlayControl } from "./overlay.js";
 import { planPanel } from "./plan_panel.js";
 import { progressBar } from "./runs.js";
 import { evaluationsList, snapshotActions } from "./snapshot_actions.js";
@@ -85,10 +86,11 @@ export default async function runPage(main, [runId], life) {
   const planSlot = h("div", { id: "plan-slot" });
   const actionSlot = h("div", { id: "snapshot-action-slot" });
   const evaluations = evaluationsList(runId);
+  const overlay = overlayControl(run, () => redraw());
   main.append(
     h("h1", {}, "Run ", h("code", {}, run.id), " ", h("span", { id: "run-status" })),
     summary, planSlot, actions, message, branchSlot,
-    h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
+    overlay.el, h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), events),
       h("section", {}, h("h2", {}, "Snapshots"), snapshots, actionSlot,
@@ -149,11 +151,17 @@ export default async function runPage(main, [runId], life) {
     drawRun();
   }
 
+  // its own curves, then those of each run overlaid (named "RUN · series")
+  function redraw() {
+    charts.forEach((c) => c.update([...c.series(points), ...overlay.list().flatMap(
+      (o) => c.series(o.points).map((s) => ({ ...s, name: `${o.name} · ${s.name}` })))]));
+  }
+
   async function follow() {
     const fresh = await nextMetrics();
     if (fresh.length) {
       points.push(...fresh);
-      charts.forEach((c) => c.update(c.series(points)));
+      redraw();
     }
     const newEvents = await nextEvents();
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 4;
@@ -170,6 +178,7 @@ export default async function runPage(main, [runId], life) {
   await follow();
   await drawSnapshots();
   await evaluations.refresh();
+  overlay.load().catch(showError);
   life.every(4000, evaluations.refresh);
   let endedPolls = 0;
   life.every(2000, async () => {
