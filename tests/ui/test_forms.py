@@ -95,10 +95,24 @@ def test_the_run_form_places_the_apis_errors_then_starts_a_run(page, stack, made
     page.click(f"tr[data-startable='sft/{sft['gpus']}/{sft['precision']}'] button.use")
     assert page.input_value("#run-form select[data-field=method]") == "sft"
     assert page.input_value("#run-form select[data-field=precision]") == sft["precision"]
+    assert page.input_value("#run-form select[data-field='execution.pool']") == sft["pools"][0]
     assert page.input_value("#run-form [data-field='execution.gpus']") == str(sft["gpus"])
     page.select_option("#run-form select[data-field=dataset]", made["sample"])
 
     page.fill("#run-form [data-field='hyperparameters.maxSteps']", "0")
+    # grpo's part of the form, sent as the plan's grpo fields (refused here for its 0 steps: nothing trains)
+    expect(page.locator("#run-form .grpo-part")).to_be_hidden()
+    page.select_option("#run-form select[data-field=method]", "grpo")
+    page.fill("#run-form [data-field='grpo.rewards']", "exact_match, length")
+    page.fill("#run-form [data-field='grpo.numGenerations']", "2")
+    sent = submit_and_catch(page, "run-form", "/v1/runs")
+    body = json.loads(sent.post_data)
+    assert body["method"] == "grpo" and body["grpo"] == {"rewards": [{"function": "exact_match"}, {"function": "length"}],
+                                                         "numGenerations": 2}
+    expect(page.locator("#run-form [data-error-for='hyperparameters.maxSteps']")).not_to_have_text("")
+    page.select_option("#run-form select[data-field=method]", "sft")
+    expect(page.locator("#run-form .grpo-part")).to_be_hidden()
+
     page.fill("#run-form [data-field='adapter.rank']", "5000")
     error = replay(stack, submit_and_catch(page, "run-form", "/v1/runs"))
     for field in ("hyperparameters.maxSteps", "adapter.rank"):  # each bad field beside its input

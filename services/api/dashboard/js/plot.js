@@ -10,7 +10,7 @@ import { h, num } from "./dom.js";
 
 const COLOURS = ["#2f6fdf", "#e07b00", "#1a9c5b", "#c2185b", "#7b4fd6", "#00838f", "#8d6e63", "#546e7a"];
 const SMOOTHING = [["0", "no smoothing"], ["0.6", "smooth 0.6"], ["0.9", "smooth 0.9"], ["0.97", "smooth 0.97"]];
-const W = 420, H = 190;
+const W = 420, H = 190, FONT = "11px system-ui, sans-serif";
 
 // The exponential moving average TensorBoard draws (debiased, so the first points are not pulled to 0).
 export function smooth(values, weight) {
@@ -84,7 +84,8 @@ export function chart(title, { yFormat = num, unit = "" } = {}) {
     plot = new uPlot({
       width: Math.max(260, (figure.clientWidth || W + 20) - 20), height: H,
       scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
-      axes: [{ label: "step" }, { values: (u, ticks) => ticks.map((v) => yFormat(v)), size: 60 }],
+      axes: [{ label: "step", labelSize: 16, labelFont: FONT, font: FONT },
+        { values: (u, ticks) => ticks.map((v) => yFormat(v)), size: 60, font: FONT }],
       series: [{ label: "step", value: (u, v) => (v == null ? "–" : num(v)) }, ...lines, ...faint],
       legend: { live: true }, cursor: { drag: { x: true, y: false } },
       hooks: { setSelect: [(u) => { if (u.select.width > 0) zoomed = true; }] },
