@@ -129,6 +129,12 @@ ROUTES = {
         "delete": ("delete a dataset no unfinished run or evaluation reads (409 naming them otherwise)", None,
                    schemas.DatasetSchema, 200),
     },
+    "/v1/datasets/{datasetId}/rows": {
+        "get": ("its first rows as stored (a preview)", None, schemas.DatasetRowsSchema, 200,
+                [query("limit", {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}, "how many rows")]),
+    },
+    "/v1/plans/defaults": {"get": ("the value each plan field gets when a request leaves it out, by dotted path",
+                                   None, schemas.PlanDefaultsSchema, 200)},
     "/v1/runs": {
         "post": ("create a run from a plan; 422 when no engine trains it", PlanSchema, schemas.RunSchema, 201),
         "get": ("list runs", None, schemas.page_schema(schemas.RunSchema), 200, list_parameters(

@@ -50,6 +50,19 @@ class DatasetSchema(ResourceSchema):
     deletedAt = fields.String(metadata={"description": "only in the answer to DELETE"})
 
 
+class DatasetRowsSchema(Schema):
+    """GET /v1/datasets/ID/rows: its first rows, as stored (images inline as data: URLs)."""
+    dataset = fields.String()
+    rows = fields.List(fields.Dict(), metadata={"description": "the first rows, in file order"})
+    totalRows = fields.Integer(metadata={"description": "how many rows it holds"})
+
+
+class PlanDefaultsSchema(Schema):
+    """GET /v1/plans/defaults: the value each plan field gets when a request leaves it out."""
+    defaults = fields.Dict(keys=fields.String(), values=fields.Raw(allow_none=True), metadata={
+        "description": "dotted field path (`hyperparameters.learningRate`) -> its default"})
+
+
 class ProgressSchema(Schema):
     step = fields.Integer()
     totalSteps = fields.Integer(allow_none=True)

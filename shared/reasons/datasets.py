@@ -135,3 +135,8 @@ def dataset_upload_refused(line: int, field: str, problem: str, more: int) -> st
 
 DATASET_UPLOAD_WITHOUT_FILE = "upload the JSONL as the multipart form field `file`"
 DATASET_DELETED_BY_USER = "deleted by the user"
+
+
+def dataset_preview_limit_invalid(most: int) -> str:
+    """Issue 30: `GET /v1/datasets/ID/rows?limit=` (the dashboard's preview) out of its bounds."""
+    return f"limit must be a whole number from 1 to {most}"

@@ -135,6 +135,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     gone = upload(ask, "gone.jsonl", CHAT_ROWS + b"\n" + CHAT_ROWS)["id"]
     ask("DELETE", f"/v1/datasets/{gone}")
     ask("GET", f"/v1/datasets/{dataset}")
+    ask("GET", f"/v1/datasets/{dataset}/rows?limit=2")
+    ask("GET", "/v1/plans/defaults")
     ask("GET", "/v1/datasets?limit=2&workload=runs")
 
     # A run that trains on pool big: the scheduler starts it, the worker reports through its own

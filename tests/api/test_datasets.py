@@ -98,3 +98,23 @@ def test_delete_waits_for_its_readers_then_removes_the_rows(client, admin, team,
     assert client.delete(f"/v1/datasets/{twin['id']}", headers=admin).status_code == 404
     # the cancelled run still names what it trained on
     assert client.get(f"/v1/runs/{run['id']}", headers=admin).json["plan"]["dataset"] == ds["id"]
+
+
+def test_first_rows_preview_the_stored_rows_within_bounds(client, admin, team):
+    """Issue 30: GET /v1/datasets/ID/rows, the dashboard's preview of a dataset."""
+    doc = upload(client, admin, SAMPLE).json
+    rows = client.get(f"/v1/datasets/{doc['id']}/rows?limit=2", headers=admin)
+    assert rows.status_code == 200, rows.json
+    assert rows.json == {"dataset": doc["id"], "rows": [json.loads(line) for line in SAMPLE.splitlines()[:2]],
+                         "totalRows": 5}
+    assert len(client.get(f"/v1/datasets/{doc['id']}/rows", headers=admin).json["rows"]) == 5  # default 5
+    for bad in ("0", "21", "two", "1.5"):
+        resp = client.get(f"/v1/datasets/{doc['id']}/rows?limit={bad}", headers=admin)
+        assert resp.status_code == 400, bad
+        assert resp.json["error"]["message"] == "limit must be a whole number from 1 to 20"
+        assert resp.json["error"]["details"]["field"] == "limit"
+    # another workload's dataset is as unknown as one that never was
+    hidden = client.get(f"/v1/datasets/{doc['id']}/rows", headers=team)
+    assert hidden.status_code == 404 and hidden.json["error"]["message"] == f"dataset {doc['id']} does not exist"
+    client.delete(f"/v1/datasets/{doc['id']}", headers=admin)
+    assert client.get(f"/v1/datasets/{doc['id']}/rows", headers=admin).status_code == 404

@@ -109,3 +109,12 @@ def test_every_route_is_in_the_openapi_document(app, client):
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
+
+
+def test_plan_defaults_are_what_a_plan_left_out_gets(client, admin):
+    """Issue 30: GET /v1/plans/defaults, which the dashboard's plan panel marks defaults by."""
+    defaults = client.get("/v1/plans/defaults", headers=admin).json["defaults"]
+    assert defaults["hyperparameters.learningRate"] == 0.002 and defaults["adapter.rank"] == 8
+    assert defaults["precision"] == "fp32" and defaults["grpo.numGenerations"] == 4
+    assert "model" not in defaults and "dataset" not in defaults
+    assert client.get("/v1/plans/defaults").status_code == 401

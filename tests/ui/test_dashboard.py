@@ -100,15 +100,16 @@ def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(
     validation = [p for p in points if p.get("validationLoss") is not None]
     assert len(losses) == 12 and [p["step"] for p in validation] == [6, 12]
     open_ui(page, stack, f"#/runs/{run}")
-    loss = page.locator("[data-chart='loss'] polyline[data-series='loss']")
+    loss = page.locator("[data-chart='loss'] li[data-series='loss']")
     expect(loss).to_have_attribute("data-points", str(len(losses)))
-    expect(page.locator("[data-chart='loss'] polyline[data-series='validation']")).to_have_attribute("data-points", "2")
+    expect(page.locator("[data-chart='loss'] li[data-series='validation']")).to_have_attribute("data-points", "2")
     for title, series in (("learning rate", "learning rate"), ("grad norm", "grad norm"), ("tokens/s", "tokens/s")):
-        expect(page.locator(f"[data-chart='{title}'] polyline[data-series='{series}']")).to_have_attribute(
+        expect(page.locator(f"[data-chart='{title}'] li[data-series='{series}']")).to_have_attribute(
             "data-points", str(sum(1 for p in points if p.get(_camel(series)) is not None)))
-    # each point of the loss line is the run's: the hover titles carry step and value
-    titles = page.locator("[data-chart='loss'] circle title").all_text_contents()
-    assert titles[0] == f"loss at step 1: {_num(losses[0]['loss'])}", titles[:2]
+    # each point of the loss line is the run's: the legend shows the value at the step under the pointer
+    for point in (losses[0], losses[6]):
+        assert hover(page, "loss", point["step"]) == {"step": str(point["step"]), "loss": _num(point["loss"]),
+                                                      "validation": "–" if point["step"] != 12 else _num(point["validationLoss"])}
     expect(page.locator("#events li").filter(has_text="training started: 12 steps")).to_have_count(1)
     expect(page.locator("#snapshots tr[data-snapshot]")).to_have_count(2)
     expect(page.locator("#run-status")).to_have_text("SUCCEEDED")
@@ -121,6 +122,16 @@ def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(
     expect(page.locator("#process-log")).to_contain_text("INFO training started: 12 steps")
     expect(page.locator("#process-log")).to_contain_text("takes the run (attempt 0)")
     shoot(page, "run")
+
+
+def hover(page, chart: str, step: int) -> dict[str, str]:
+    """The chart's legend with the pointer over `step`: each series' name and the value it shows."""
+    return page.evaluate("""([chart, step]) => {
+      const figure = document.querySelector(`[data-chart='${chart}']`), u = figure.plot;
+      u.setCursor({ left: u.valToPos(step, "x"), top: 5 });
+      return Object.fromEntries([...figure.querySelectorAll(".u-legend .u-series")].map(
+        (row) => [row.querySelector(".u-label").textContent, row.querySelector(".u-value").textContent]));
+    }""", [chart, step])
 
 
 def _camel(label: str) -> str:
@@ -137,10 +148,10 @@ def test_a_live_run_follows_and_pauses_resumes_and_cancels_from_its_buttons(page
                                        "hyperparameters": {"maxSteps": 5000}}).json()["id"]
     open_ui(page, stack, f"#/runs/{run}")
     expect(page.locator("#run-status")).to_have_text("RUNNING", timeout=60_000)
-    loss = page.locator("[data-chart='loss'] polyline[data-series='loss']")
+    loss = page.locator("[data-chart='loss'] li[data-series='loss']")
     expect(loss).to_have_attribute("data-points", re.compile(r"^[1-9]"), timeout=60_000)
     first = int(loss.get_attribute("data-points"))
-    page.wait_for_function("n => Number(document.querySelector(\"[data-chart='loss'] polyline\")"
+    page.wait_for_function("n => Number(document.querySelector(\"[data-chart='loss'] li[data-series='loss']\")"
                            ".dataset.points) > n", arg=first, timeout=30_000)  # points arrive while it trains
 
     page.click("#pause")
@@ -179,6 +190,57 @@ def test_a_branch_started_from_the_run_page_shows_in_the_lineage(page, stack, wo
     expect(node.locator(":scope > .metrics")).to_contain_text(f"step 6 · loss {_num(loss_at_6)}")
     expect(page.locator(f"[data-run='{branch}']")).to_have_class(re.compile("focus"))
     shoot(page, "lineage")
+
+
+def test_a_chart_smooths_zooms_takes_a_log_scale_overlays_a_branch_and_downloads(page, stack, world, tmp_path):
+    run, branch = world["run"], world["branch"]
+    losses = [p for p in stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"] if p.get("loss") is not None]
+    branch_losses = [p for p in stack.get(f"/v1/runs/{branch['id']}/metrics").json()["items"] if p.get("loss") is not None]
+    open_ui(page, stack, f"#/runs/{run['id']}")
+    figure = page.locator("[data-chart='loss']")
+    expect(figure.locator("li[data-series='loss']")).to_have_attribute("data-points", str(len(losses)))
+
+    page.check(f"#overlay [data-overlay='{branch['id']}'] input")
+    overlaid = f"{branch['id']} · loss"
+    expect(figure.locator(f"li[data-series='{overlaid}']")).to_have_attribute("data-points", str(len(branch_losses)))
+    first = branch_losses[0]
+    assert hover(page, "loss", first["step"])[overlaid] == _num(first["loss"])
+
+    figure.locator("select.smoothing").select_option("0.6")
+    smoothed, last = [], 0.0
+    for i, p in enumerate(losses, 1):  # the debiased moving average (TensorBoard's)
+        last = last * 0.6 + 0.4 * p["loss"]
+        smoothed.append(last / (1 - 0.6 ** i))
+    shown = hover(page, "loss", 5)
+    assert shown["loss"] == _num(smoothed[4]) and shown["loss (raw)"] == _num(losses[4]["loss"]), shown
+
+    with page.expect_download() as got:
+        figure.locator("button.csv").click()
+    got.value.save_as(tmp_path / "loss.csv")
+    lines = (tmp_path / "loss.csv").read_text().splitlines()
+    steps = sorted({p["step"] for p in losses} | {p["step"] for p in branch_losses})
+    assert lines[0].startswith('step,"loss","validation",') and len(lines) == 1 + len(steps)
+    assert lines[5].split(",")[0] == str(steps[4]) and float(lines[5].split(",")[1]) == pytest.approx(smoothed[4])
+    with page.expect_download() as got:
+        figure.locator("button.png").click()
+    assert got.value.suggested_filename == "loss.png"
+    got.value.save_as(tmp_path / "loss.png")
+    assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    figure.locator("input.log-scale").check()
+    assert page.evaluate("document.querySelector(\"[data-chart='loss']\").plot.scales.y.distr") == 3
+    # zoom as a user does: drag across steps 3 to 8 over the plot
+    box = figure.locator(".u-over").bounding_box()
+    x3, x8 = page.evaluate("""() => { const u = document.querySelector("[data-chart='loss']").plot;
+      return [u.valToPos(3, "x"), u.valToPos(8, "x")]; }""")
+    page.mouse.move(box["x"] + x3, box["y"] + 20)
+    page.mouse.down()
+    page.mouse.move(box["x"] + x8, box["y"] + 30, steps=5)
+    page.mouse.up()
+    zoomed = page.evaluate("(() => { const u = document.querySelector(\"[data-chart='loss']\").plot; "
+                           "return [u.scales.x.min, u.scales.x.max]; })()")
+    assert zoomed == pytest.approx([3, 8], abs=0.2)
+    shoot(page, "run-charts")
 
 
 def test_snapshots_ticked_in_the_lineage_start_a_comparison_with_the_best_marked(page, stack, world):

@@ -18,7 +18,7 @@ from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_
 from services.api.views import json_object_body
 from shared import reasons
 from shared.artifacts import tensorboard_key
-from shared.errors import NotFound
+from shared.errors import Conflict
 from shared.ids import Kind
 from shared.process_logs import process_log
 from shared.states import RunStatus
@@ -93,8 +93,8 @@ def run_tensorboard(run_id: str):
     folder = tensorboard_key(run_id)
     keys = [k for k in ctx().artifacts.list(folder)
             if PurePosixPath(k).parent == PurePosixPath(folder) and ".tfevents." in PurePosixPath(k).name]
-    if not keys:
-        raise NotFound(reasons.run_has_no_tensorboard_events(run_id), details={"id": run_id})
+    if not keys:  # the run is there, its files not yet: 409, as an evaluation's rows before it ends
+        raise Conflict(reasons.run_has_no_tensorboard_events(run_id), details={"id": run_id})
     buffer = tar_gz(ctx().artifacts, [(key, PurePosixPath(key).name) for key in keys])
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,
                      download_name=f"{run_id}-tensorboard.tar.gz")

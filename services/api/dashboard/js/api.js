@@ -27,7 +27,9 @@ function headers(extra = {}) {
 
 async function send(method, path, body) {
   const init = { method, headers: headers() };
-  if (body !== undefined) {
+  if (body instanceof FormData) {
+    init.body = body;  // multipart: the browser writes its Content-Type with the boundary
+  } else if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
@@ -46,7 +48,25 @@ export const api = {
   get: (path) => send("GET", path),
   post: (path, body) => send("POST", path, body),
   delete: (path) => send("DELETE", path),
+  upload: (path, formData) => send("POST", path, formData),
 };
+
+// A file the API serves (an adapter archive, ...), fetched with the token and handed to the browser
+// as a download named `name`.
+export async function download(path, name) {
+  const resp = await fetch(path, { headers: headers() });
+  if (!resp.ok) {
+    let parsed = null;
+    try { parsed = await resp.json(); } catch { /* not JSON */ }
+    if (resp.status === 401) onUnauthenticated();
+    throw new ApiError(resp.status, parsed);
+  }
+  const url = URL.createObjectURL(await resp.blob());
+  const a = document.createElement("a");
+  a.href = url; a.download = name;
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
 
 // Every item of a paged list ({items, nextCursor}), up to `most` items.
 export async function listAll(path, most = 1000) {

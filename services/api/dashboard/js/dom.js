@@ -17,7 +17,6 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-export function svg(tag, attrs = {}, ...children) { return h(tag, { ...attrs, svg: true }, ...children); }
 
 export function clear(el) { while (el.firstChild) el.firstChild.remove(); return el; }
 

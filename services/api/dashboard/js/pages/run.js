@@ -1,10 +1,14 @@
 // #/runs/ID: one run followed live: its progress, charts of its metrics, its events, its snapshots,
-// and the buttons that pause, resume, cancel and branch it.
+// and the buttons that pause, resume, cancel and branch it; its plan (plan_panel.js), and what each
+// snapshot can start (snapshot_actions.js) with the evaluations started so.
 
 import { api, follower } from "../api.js";
-import { chart, seriesOf } from "../chart.js";
+import { chart, seriesOf } from "../plot.js";
 import { badge, bytes, clear, errorBox, field, fill, h, link, num, table, when } from "../dom.js";
+import { overlayControl } from "./overlay.js";
+import { planPanel } from "./plan_panel.js";
 import { progressBar } from "./runs.js";
+import { evaluationsList, snapshotActions } from "./snapshot_actions.js";
 
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 
@@ -110,13 +114,18 @@ export default async function runPage(main, [runId], life) {
   const events = h("ol", { class: "events", id: "events" });
   const snapshots = h("div", { id: "snapshots" });
   const branchSlot = h("div", { id: "branch-slot" });
+  const planSlot = h("div", { id: "plan-slot" });
+  const actionSlot = h("div", { id: "snapshot-action-slot" });
+  const evaluations = evaluationsList(runId);
+  const overlay = overlayControl(run, () => redraw());
   main.append(
     h("h1", {}, "Run ", h("code", {}, run.id), " ", h("span", { id: "run-status" })),
-    summary, actions, message, branchSlot,
-    h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
+    summary, planSlot, actions, message, branchSlot,
+    overlay.el, h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), events),
-      h("section", {}, h("h2", {}, "Snapshots"), snapshots)),
+      h("section", {}, h("h2", {}, "Snapshots"), snapshots, actionSlot,
+        h("h2", {}, "Evaluations"), evaluations.el)),
     processLogSection(runId, (err) => fill(message, errorBox(err))));
 
   const showError = (err) => fill(message, errorBox(err));
@@ -161,11 +170,16 @@ export default async function runPage(main, [runId], life) {
         onclick: () => act("resume", () => api.post(`/v1/runs/${runId}/resume`)) }, "Resume"),
       h("button", { id: "cancel", disabled: !live || run.cancelRequested,
         onclick: () => act("cancel", () => api.delete(`/v1/runs/${runId}`)) }, "Cancel"),
-      h("button", { id: "branch", disabled: !snapshotDocs.length, onclick: () => {
-        fill(branchSlot, branchForm(run, snapshotDocs, showError));
-      } }, "Branch…"),
+      h("button", { id: "branch", disabled: !snapshotDocs.length, onclick: () => openBranch() }, "Branch…"),
       link(`#/lineage/${run.id}`, "Lineage"));
   }
+
+  function openBranch(snapshotId) {
+    fill(branchSlot, branchForm(run, snapshotDocs, showError));
+    if (snapshotId) branchSlot.querySelector("select[name=snapshot]").value = snapshotId;
+    branchSlot.scrollIntoView({ block: "nearest" });
+  }
+  const snapshotHooks = { slot: actionSlot, branch: openBranch, showError, evaluated: () => evaluations.refresh() };
 
   async function drawSnapshots() {
     if (snapshotDocs.length === run.snapshots.length && snapshots.firstChild) return;
@@ -173,17 +187,23 @@ export default async function runPage(main, [runId], life) {
     const rows = snapshotDocs.map((s) => h("tr", { "data-snapshot": s.id },
       h("td", {}, h("code", {}, s.id)), h("td", {}, s.step), h("td", {}, s.final ? "final" : ""),
       h("td", {}, s.readable.weights ? "weights" : "", s.readable.trainingState ? " + trainingState" : ""),
-      h("td", {}, when(s.createdAt))));
-    fill(snapshots, rows.length ? table(["snapshot", "step", "", "readable", "written"], rows)
+      h("td", {}, when(s.createdAt)), snapshotActions(run, s, snapshotHooks)));
+    fill(snapshots, rows.length ? table(["snapshot", "step", "", "readable", "written", ""], rows)
       : h("p", { class: "muted" }, "none yet"));
     drawRun();
+  }
+
+  // its own curves, then those of each run overlaid (named "RUN · series")
+  function redraw() {
+    charts.forEach((c) => c.update([...c.series(points), ...overlay.list().flatMap(
+      (o) => c.series(o.points).map((s) => ({ ...s, name: `${o.name} · ${s.name}` })))]));
   }
 
   async function follow() {
     const fresh = await nextMetrics();
     if (fresh.length) {
       points.push(...fresh);
-      charts.forEach((c) => c.update(c.series(points)));
+      redraw();
     }
     const newEvents = await nextEvents();
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 4;
@@ -195,9 +215,13 @@ export default async function runPage(main, [runId], life) {
   }
 
   drawRun();
+  planPanel(run).then((panel) => fill(planSlot, panel), showError);
   charts.forEach((c) => c.update([]));
   await follow();
   await drawSnapshots();
+  await evaluations.refresh();
+  overlay.load().catch(showError);
+  life.every(4000, evaluations.refresh);
   let endedPolls = 0;
   life.every(2000, async () => {
     if (TERMINAL.has(run.status) && ++endedPolls > 5) return;  // the last events come after it ends
