@@ -11,6 +11,7 @@ from services.api import schemas
 from services.api.dataset_files import MAX_IMAGE_FILES
 from services.api.endpoints import LOG_LINES_DEFAULT, LOG_LINES_MAX
 from services.api.paging import MAX_LOG_INDEX
+from services.api.run_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from services.api.views.snapshots import PATH_MAX_BYTES
 from shared.endpoint_schema import EndpointCreateSchema
 from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
@@ -126,6 +127,15 @@ ROUTES = {
                                         200, LOG_AFTER)},
     "/v1/runs/{runId}/metrics": {"get": ("the run's metrics series", None,
                                          schemas.log_page_schema(schemas.MetricPointSchema), 200, LOG_AFTER)},
+    "/v1/runs/{runId}/samples": {"get": (
+        "a grpo run's rollout samples: prompts, completions, each reward's score, the weighted total and the "
+        "advantage, for the first prompt groups of each of the last steps; one step with ?step=, else the latest "
+        "steps first; 404 for a step not kept", None, schemas.page_schema(schemas.SampleStepSchema), 200, [
+            query("step", {"type": "integer", "minimum": 1, "maximum": MAX_LOG_INDEX}, "only this step"),
+            query("limit", {"type": "integer", "minimum": 1, "maximum": SAMPLE_PAGE_MAX,
+                            "default": SAMPLE_PAGE_DEFAULT}, "steps per page"),
+            query("after", {"type": "integer", "minimum": 1, "maximum": MAX_LOG_INDEX},
+                  "the nextCursor of the page before: steps below it")])},
     "/v1/runs/{runId}/tensorboard": {"get": ("its TensorBoard event files as .tar.gz (`tensorboard --logdir` "
                                              "reads them unpacked; one file per attempt)", None, None, 200)},
     "/v1/endpoints": {

@@ -25,3 +25,4 @@ from shared.reasons.local_stack import *
 from shared.reasons.deployment import *
 from shared.reasons.training import *
 from shared.reasons.cli import *
+from shared.reasons.samples import *

@@ -90,3 +90,4 @@ def evaluation_scoring(*, rows: int, dataset: str, model: str, snapshot: str | N
     return (f"scoring {rows} row(s) of {dataset} with {model}"
             + (f" and the adapter of {snapshot}" if snapshot else "")
             + f" ({dtype} on {device}, greedy, at most {max_tokens} token(s))")
+

@@ -1,18 +1,28 @@
-"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, TensorBoard event files."""
+"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, rollout samples,
+TensorBoard event files."""
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from flask import Blueprint, send_file
+from flask import Blueprint, request, send_file
 
 from services.api import runs as service
 from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import log_page, page, page_args, visible_cursor, visible_filter
+from services.api.paging import MAX_LOG_INDEX, log_page, page, page_args, visible_cursor, visible_filter, whole_number_arg
+from services.api.run_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX, samples_page
 from services.api.scheduling import with_waits
-from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
+from services.api.schemas import (
+    EventSchema,
+    MetricPointSchema,
+    RunSchema,
+    SampleStepSchema,
+    log_page_schema,
+    page_schema,
+    serialise,
+)
 from services.api.views import json_object_body
 from shared import reasons
 from shared.artifacts import tensorboard_key
@@ -68,6 +78,18 @@ def run_metrics(run_id: str):
     service.get_run(ctx(), run_id)
     points = log_page(lambda start: ctx().store.metrics(run_id, start=start))
     return serialise(log_page_schema(MetricPointSchema), points)
+
+
+@bp.get("/v1/runs/<run_id>/samples")
+def run_samples(run_id: str):
+    """A grpo run's rollout samples: one step's (?step=N) or a page of the latest steps."""
+    service.get_run(ctx(), run_id)
+    step = whole_number_arg("step", request.args.get("step"), low=1, high=MAX_LOG_INDEX)
+    limit = whole_number_arg("limit", request.args.get("limit"), low=1, high=SAMPLE_PAGE_MAX,
+                             default=SAMPLE_PAGE_DEFAULT)
+    after = whole_number_arg("after", request.args.get("after"), low=1, high=MAX_LOG_INDEX)
+    samples = samples_page(ctx(), run_id, step=step, limit=limit, after=after)
+    return serialise(page_schema(SampleStepSchema), samples)
 
 
 @bp.get("/v1/runs/<run_id>/tensorboard")

@@ -19,6 +19,10 @@ What is GRPO's own:
 - **Metrics per step**: reward and its std, each reward function's mean and std, KL, completion
   length, loss, learning rate, and the step's time split into generation, hand-off, scoring and
   update, with the bytes handed over.
+- **Rollout samples per step** (shared/rollout_samples.py): the first few prompt groups of the step
+  with their completions, each reward's score, the weighted total and the advantage, read from what
+  TRL logged for the step (`trainer._logs`, gathered from every rank, so rank 0's sample speaks for
+  a multi-device run) and sent through `Reporter.samples`.
 
 `hyperparameters.batchSize` counts completions per optimizer step (`batchSize / numGenerations`
 prompts, each sampled `numGenerations` times), as TRL counts it.
@@ -55,6 +59,7 @@ from shared.images import image_count
 from shared.models import load_processor
 from shared.reward_process import RewardScorer
 from shared.rewards import check_rewards
+from shared.rollout_samples import step_sample
 from shared.serving.generation import MAX_N, prompt_token_ids
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
@@ -140,12 +145,15 @@ class GrpoReporterCallback(ReporterCallback):
     """kit.ReporterCallback with GRPO's metric points and the KL reference kept in checkpoints."""
 
     def __init__(self, job: TrainingJob, reporter: Reporter, *, clock: StepClock, reward_keys: list[str],
-                 beta: float):
+                 beta: float, reward_weights: list[float] | None = None):
         super().__init__(job, reporter)
         self.clock = clock
         self.reward_keys = reward_keys
+        self.reward_weights = dict(zip(reward_keys, reward_weights or [1.0] * len(reward_keys)))
         self.beta = beta
         self.rewards: list[float] = []
+        self.trainer = None  # the GRPOTrainer, once built: its log of the step's rollouts is sampled
+        self.samples_missing = False  # told once that TRL's rollout log could not be read
 
     def on_step_begin(self, args, state, control, **kwargs):
         self.clock.reset()
@@ -181,6 +189,26 @@ class GrpoReporterCallback(ReporterCallback):
         if point["reward"] is not None:
             self.rewards.append(point["reward"])
         self.reporter.metrics(point)
+        if state.is_world_process_zero:
+            self.report_samples(state.global_step)
+
+    def report_samples(self, step: int) -> None:
+        """The step's rollout sample, from TRL's log of its last generation (a deque per column
+        holding the last generation batch, every rank's rows gathered): the rollouts step `step`
+        trained on. A TRL whose log has another shape gets one warn event, and training goes on."""
+        logs = getattr(self.trainer, "_logs", None)
+        try:
+            prompts, completions = list(logs["prompt"]), list(logs["completion"])
+            scores = {key: list(logs["rewards"][key]) for key in self.reward_keys}
+            advantages = list(logs["advantages"])
+        except (KeyError, TypeError):
+            if not self.samples_missing:
+                self.samples_missing = True
+                self.reporter.event(reasons.ROLLOUT_SAMPLES_UNREADABLE, level="warn")
+            return
+        self.reporter.samples(step_sample(step=step, prompts=prompts, completions=completions, scores=scores,
+                                          weights=self.reward_weights, advantages=advantages,
+                                          group_size=self.trainer.num_generations))
 
     def on_save(self, args, state, control, model=None, **kwargs):
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -388,7 +416,8 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
                                             judge_address=job.judge_address, reporter=reporter, clock=clock.reward,
                                             scorer=scorer)
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
-                             reward_keys=[f.__name__ for f in reward_functions], beta=args.beta)
+                             reward_keys=[f.__name__ for f in reward_functions], beta=args.beta,
+                             reward_weights=list(args.reward_weights))
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
     trainer = guard_checkpoint_writes(without_printer(GRPOTrainer(
@@ -401,6 +430,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
         callbacks=[callback],
         rollout_func=rollout,
     )), job)
+    callback.trainer = trainer
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:

@@ -15,7 +15,7 @@ from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.errors import WorkFailed
 from tests.shared.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
-from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
+from tests.trainer_worker.grpo_doubles import PROMPT, grpo_job, toy_answer, write_toy_dataset
 
 POINT_KEYS = {"step", "loss", "learningRate", "gradNorm", "tokensPerSecond", "epoch", "reward", "rewardStd",
               "rewards", "kl", "completionLength", "generationSeconds", "handoffSeconds", "handoffBytes",
@@ -66,6 +66,30 @@ def test_metric_points_split_each_step(trained):
     assert reporter.points[0]["handoffBytes"] == 0
     for point in reporter.points[1:]:
         assert point["handoffBytes"] == adapter_bytes and point["handoffSeconds"] > 0
+
+
+def test_each_step_keeps_a_sample_of_its_rollouts(trained):
+    """Each step's sample is what the step trained on: both prompt groups of the toy (2 of at most
+    SAMPLE_GROUPS), their 8 completions, the exact-match score, the weighted total and the advantage
+    TRL computed; its scores average to the step's logged reward."""
+    _, reporter, _ = trained
+    assert [s["step"] for s in reporter.samples_sent] == list(range(1, 13))
+    for sample, point in zip(reporter.samples_sent, reporter.points):
+        assert sample["groupsInStep"] == 2 and sample["completionsInStep"] == 16
+        assert [g["prompt"] for g in sample["groups"]] == [PROMPT, PROMPT]
+        completions = [c for g in sample["groups"] for c in g["completions"]]
+        assert len(completions) == 16 and not any(c["truncated"] for c in completions)
+        for c in completions:
+            assert c["scores"]["exact_match"] in (0.0, 1.0) and c["reward"] == c["scores"]["exact_match"]
+        assert sum(c["reward"] for c in completions) / 16 == pytest.approx(point["reward"])
+        for group in sample["groups"]:
+            rewards = [c["reward"] for c in group["completions"]]
+            advantages = [c["advantage"] for c in group["completions"]]
+            assert sum(advantages) == pytest.approx(0.0, abs=1e-4)  # centred on the group's mean
+            if len(set(rewards)) > 1:  # a rewarded completion's advantage is above an unrewarded one's
+                assert min(a for a, r in zip(advantages, rewards) if r == 1.0) > 0 > max(
+                    a for a, r in zip(advantages, rewards) if r == 0.0)
+    assert not [m for level, m in reporter.events if level == "warn"]
 
 
 def test_snapshots_and_the_rollout_server(trained, model_dir):
