@@ -21,6 +21,8 @@ SAMPLE_GROUPS = 4  # prompt groups kept per step (the first ones of the step)
 SAMPLE_COMPLETIONS = 8  # completions kept per group (the first ones)
 SAMPLE_TEXT_CHARS = 1000  # each prompt and completion cut to this many characters
 SAMPLE_STEPS = 200  # steps kept per run: older samples are dropped (LTRIM)
+SAMPLE_PAGE_DEFAULT = 10  # steps per page of GET /v1/runs/RUN/samples
+SAMPLE_PAGE_MAX = 50
 
 
 def as_text(value: Any) -> str:

@@ -11,12 +11,12 @@ from services.api import schemas
 from services.api.dataset_files import MAX_IMAGE_FILES
 from services.api.endpoints import LOG_LINES_DEFAULT, LOG_LINES_MAX
 from services.api.paging import MAX_LOG_INDEX
-from services.api.run_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from services.api.views.snapshots import PATH_MAX_BYTES
 from shared.endpoint_schema import EndpointCreateSchema
 from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSchema
 from shared.names import FILE_NAME_MAX, cursor_pattern, id_pattern
 from shared.plans import WORKLOAD_PATTERN, PlanSchema
+from shared.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.version import VERSION
 

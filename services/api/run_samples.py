@@ -12,9 +12,6 @@ from shared import reasons
 from shared.errors import NotFound
 from shared.rollout_samples import SAMPLE_STEPS, latest_per_step
 
-SAMPLE_PAGE_DEFAULT = 10  # steps per page
-SAMPLE_PAGE_MAX = 50
-
 
 def samples_page(context: Context, run_id: str, *, step: int | None, limit: int, after: int | None) -> dict[str, Any]:
     """`{items, nextCursor}` of the run's step samples (the run is already known to be visible)."""

@@ -29,6 +29,3 @@ def samples_none_yet(run_id: str) -> str:
 def samples_step_heading(step: int, groups_kept: int, groups: int, completions: int) -> str:
     """The line above a step's samples in the CLI."""
     return f"step {step}: {groups_kept} of {groups} prompt group(s), {completions} completion(s) in the step"
-
-
-SAMPLE_TRUNCATED_MARK = "[cut]"  # after a prompt or completion cut to the stored bound

@@ -12,7 +12,8 @@ from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import MAX_LOG_INDEX, log_page, page, page_args, visible_cursor, visible_filter, whole_number_arg
-from services.api.run_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX, samples_page
+from services.api.run_samples import samples_page
+from shared.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from services.api.scheduling import with_waits
 from services.api.schemas import (
     EventSchema,
