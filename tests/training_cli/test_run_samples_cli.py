@@ -8,7 +8,17 @@ import json
 import pytest
 
 from shared.rollout_samples import SAMPLE_STEPS, step_sample
-from tests.training_cli.test_run_reads import run_id  # noqa: F401 (fixture)
+from tests.training_cli.test_evaluations_cli import ROWS
+
+
+@pytest.fixture
+def run_id(real_training, tmp_path):
+    """A QUEUED run (nothing trains it here: the samples are written as its worker would)."""
+    path = tmp_path / "d.jsonl"
+    path.write_text(ROWS)
+    dataset = json.loads(real_training("datasets", "create", str(path), "-o", "json").output)["id"]
+    created = real_training("runs", "create", "--model", "builtin/tiny-qwen3", "--dataset", dataset, "-o", "json")
+    return json.loads(created.output)["id"]
 
 
 def add(real_api, run, step, *, prompts, completions, scores, weights, advantages, group_size):
@@ -18,7 +28,7 @@ def add(real_api, run, step, *, prompts, completions, scores, weights, advantage
                                           keep=SAMPLE_STEPS)
 
 
-def test_a_step_reads_as_prompt_and_completion_lines(real_training, real_api, run_id, monkeypatch):  # noqa: F811
+def test_a_step_reads_as_prompt_and_completion_lines(real_training, real_api, run_id, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     assert real_training("runs", "samples", run_id).output == (
         f"run {run_id} has no rollout samples yet (only a grpo run keeps them, one per step)\n")
@@ -35,7 +45,7 @@ def test_a_step_reads_as_prompt_and_completion_lines(real_training, real_api, ru
 
 
 @pytest.mark.parametrize("columns", [80, 120])
-def test_long_texts_and_many_rewards_never_pass_the_width(real_training, real_api, run_id, monkeypatch,  # noqa: F811
+def test_long_texts_and_many_rewards_never_pass_the_width(real_training, real_api, run_id, monkeypatch,
                                                            columns):
     monkeypatch.setenv("COLUMNS", str(columns))
     chat = [{"role": "system", "content": "Answer in JSON. " * 20}, {"role": "user", "content": "word " * 300}]
@@ -60,7 +70,7 @@ def test_long_texts_and_many_rewards_never_pass_the_width(real_training, real_ap
         assert lines[2].split() == ["#", "REWARD", "ADVANT."] + ["judge:endp"] * 6 + ["COMPLETION"]
 
 
-def test_a_step_not_kept_is_an_error_naming_the_steps_kept(real_training, real_api, run_id):  # noqa: F811
+def test_a_step_not_kept_is_an_error_naming_the_steps_kept(real_training, real_api, run_id):
     add(real_api, run_id, 3, prompts=["q"], completions=["a"], scores={"exact_match": [1.0]},
         weights={"exact_match": 1.0}, advantages=[0.0], group_size=1)
     result = real_training("runs", "samples", run_id, "--step", "9", ok=False)

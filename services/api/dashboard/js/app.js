@@ -6,6 +6,7 @@ import comparisonPage from "./pages/comparison.js";
 import comparisonsPage from "./pages/comparisons.js";
 import endpointPage from "./pages/endpoint.js";
 import endpointsPage from "./pages/endpoints.js";
+import evaluationPage from "./pages/evaluation.js";
 import lineagePage from "./pages/lineage.js";
 import poolsPage from "./pages/pools.js";
 import runPage from "./pages/run.js";
@@ -17,6 +18,7 @@ const ROUTES = [
   [/^#\/lineage\/([^/]+)$/, lineagePage, "runs"],
   [/^#\/comparisons\/?$/, comparisonsPage, "comparisons"],
   [/^#\/comparisons\/([^/]+)$/, comparisonPage, "comparisons"],
+  [/^#\/evaluations\/([^/]+)$/, evaluationPage, "comparisons"],
   [/^#\/pools\/?$/, poolsPage, "pools"],
   [/^#\/endpoints\/?$/, endpointsPage, "endpoints"],
   [/^#\/endpoints\/([^/]+)$/, endpointPage, "endpoints"],

@@ -1,6 +1,6 @@
 // Line charts drawn as SVG, no library: chart(title) gives a figure whose update(series) redraws it.
 // A series is {name, points: [[x, y], ...]}; each line carries data-series and data-points, so
-// what a chart shows can be checked against the API's answer.
+// what a chart shows can be checked against the API's answer. A chart with no point is hidden.
 
 import { clear, h, num, svg } from "./dom.js";
 
@@ -15,15 +15,13 @@ function ticks(lo, hi, count) {
 export function chart(title, { yFormat = num, unit = "" } = {}) {
   const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": title });
   const legend = h("div", { class: "legend" });
-  const empty = h("p", { class: "muted empty" }, "no points yet");
   const figure = h("figure", { class: "chart-card", "data-chart": title },
-    h("figcaption", {}, title, unit ? h("span", { class: "muted" }, ` (${unit})`) : null), legend, plot, empty);
+    h("figcaption", {}, title, unit ? h("span", { class: "muted" }, ` (${unit})`) : null), legend, plot);
 
   function update(series) {
     series = series.filter((s) => s.points.length);
     clear(plot); clear(legend);
-    empty.hidden = series.length > 0;
-    plot.classList.toggle("hidden", !series.length);
+    figure.hidden = !series.length;
     if (!series.length) return;
     const xs = series.flatMap((s) => s.points.map((p) => p[0]));
     const ys = series.flatMap((s) => s.points.map((p) => p[1]));

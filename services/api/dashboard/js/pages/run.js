@@ -1,9 +1,10 @@
 // #/runs/ID: one run followed live: its progress, charts of its metrics, its events, its snapshots,
-// and the buttons that pause, resume, cancel and branch it.
+// a grpo run's rollout samples, and the buttons that pause, resume, cancel and branch it.
 
 import { api, follower } from "../api.js";
 import { chart, seriesOf } from "../chart.js";
 import { badge, bytes, clear, errorBox, field, fill, h, link, num, table, when } from "../dom.js";
+import { samplesSection } from "../samples.js";
 import { progressBar } from "./runs.js";
 
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
@@ -17,8 +18,8 @@ const CHARTS = [
   ["validation loss", {}, (pts) => [seriesOf(pts, "validation loss", (p) => p.validationLoss)]],
 ];
 const GRPO_CHARTS = [
-  ["reward", {}, (pts) => [seriesOf(pts, "total", (p) => p.reward), ...rewardKeys(pts).map(
-    (key) => seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean))]],
+  // the weighted total on a chart of its own; each reward on its own scale (rewardChart)
+  ["reward (weighted total)", {}, (pts) => [seriesOf(pts, "weighted total", (p) => p.reward)]],
   ["KL", {}, (pts) => [seriesOf(pts, "kl", (p) => p.kl)]],
   ["completion length", { unit: "tokens" }, (pts) => [seriesOf(pts, "completion length", (p) => p.completionLength)]],
   ["step time split", { unit: "s" }, (pts) => [
@@ -32,6 +33,13 @@ function rewardKeys(points) {
   const keys = new Set();
   points.forEach((p) => Object.keys(p.rewards || {}).forEach((k) => keys.add(k)));
   return [...keys];
+}
+
+// One reward's mean per step, on a chart of its own (a length reward in the hundreds would flatten an
+// exact match's 0..1 on a shared axis).
+function rewardChart(key) {
+  return { ...chart(`reward: ${key}`), rewardKey: key,
+    series: (pts) => [seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean)] };
 }
 
 // The plan of a branch of this run from one of its snapshots: the same plan, restoring the snapshot.
@@ -79,10 +87,13 @@ export default async function runPage(main, [runId], life) {
   const events = h("ol", { class: "events", id: "events" });
   const snapshots = h("div", { id: "snapshots" });
   const branchSlot = h("div", { id: "branch-slot" });
+  const chartsSection = h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el));
+  const noPoints = h("p", { class: "muted", id: "charts-empty" }, "no metrics yet: each step adds a point");
+  const samples = run.plan.method === "grpo" ? samplesSection(run.id) : null;
   main.append(
     h("h1", {}, "Run ", h("code", {}, run.id), " ", h("span", { id: "run-status" })),
-    summary, actions, message, branchSlot,
-    h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
+    summary, actions, message, branchSlot, noPoints, chartsSection,
+    samples ? samples.el : null,
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), events),
       h("section", {}, h("h2", {}, "Snapshots"), snapshots)));
@@ -141,7 +152,12 @@ export default async function runPage(main, [runId], life) {
     const fresh = await nextMetrics();
     if (fresh.length) {
       points.push(...fresh);
+      for (const key of rewardKeys(points)) {
+        if (!charts.some((c) => c.rewardKey === key)) { const c = rewardChart(key); charts.push(c); chartsSection.append(c.el); }
+      }
       charts.forEach((c) => c.update(c.series(points)));
+      noPoints.hidden = charts.some((c) => !c.el.hidden);
+      if (samples) await samples.refresh();
     }
     const newEvents = await nextEvents();
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 4;
