@@ -189,6 +189,8 @@ def test_snapshots_ticked_in_the_lineage_start_a_comparison_with_the_best_marked
     expect(first.locator("td[data-column='loss']")).to_have_text(_num(stored[0]["loss"]))
     expect(first.locator("td[data-column='completion']")).to_have_text(stored[0]["completion"])
     expect(page.locator("#rows-caption")).to_have_text(f"{len(stored)} of {len(stored)} row(s)")
+    loss = doc["rows"][0]["metrics"]["loss"]
+    expect(page.locator("#evaluation-summary .field").filter(has_text="loss")).to_contain_text(_num(loss))
     shoot(page, "evaluation")
 
     page.goto(f"{stack.api_url}/ui/#/comparisons")
@@ -233,6 +235,7 @@ def test_a_grpo_runs_page_shows_its_rollout_samples_and_each_reward_on_its_own_c
     expect(cells.locator("td[data-reward]")).to_have_text(_num(first["reward"]))
     expect(cells.locator("td[data-advantage]")).to_have_text(_num(first["advantage"]) if first["advantage"] else "0")
     expect(page.locator("#samples-table td.sample-prompt").first).to_have_text(PROMPT)
+    page.locator("#samples-section").scroll_into_view_if_needed()
     shoot(page, "run-grpo")
     page.click("#sample-prev")
     expect(page.locator("#samples-caption")).to_contain_text("step 2:")

@@ -7,6 +7,13 @@ import { rowsTable } from "../samples.js";
 
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 
+// Its metrics, one field each; a group of them (rewards: {NAME: mean}) one field per member.
+function metricFields(metrics) {
+  return Object.entries(metrics || {}).filter(([name]) => name !== "rows").flatMap(([name, value]) =>
+    (value && typeof value === "object" ? Object.entries(value).map(([k, v]) => field(`${name} ${k}`, num(v)))
+      : [field(name, num(value))]));
+}
+
 export default async function evaluationPage(main, [evaluationId], life) {
   const summary = h("section", { class: "summary", id: "evaluation-summary" });
   const rows = h("div", { id: "rows" }, h("p", { class: "muted" }, "its rows are shown once it has scored them all"));
@@ -25,7 +32,7 @@ export default async function evaluationPage(main, [evaluationId], life) {
         e.run ? [" of ", link(`#/runs/${e.run}`, e.run), ` @ step ${e.step ?? "?"}`] : null) : "none (the base model)"),
       field("dataset", h("code", {}, e.dataset)),
       field("rows", `${num(p.rows)} of ${num(p.totalRows)}`),
-      Object.entries(e.metrics || {}).map(([name, value]) => field(name, num(value))),
+      metricFields(e.metrics),
       e.comparison ? field("comparison", link(`#/comparisons/${e.comparison}`, e.comparison)) : null,
       field("created", when(e.createdAt)),
       e.detail ? field("detail", e.detail) : null);
