@@ -7,9 +7,9 @@ for the step; the worker stores it beside the run's metrics (shared/store.py), k
 SAMPLE_STEPS steps; the API, the CLI and the dashboard read it.
 
 Bounds: per step the first SAMPLE_GROUPS prompt groups, SAMPLE_COMPLETIONS completions of each,
-every text cut to SAMPLE_TEXT_CHARS characters (marked as cut). At most about
-SAMPLE_GROUPS * (1 + SAMPLE_COMPLETIONS) * SAMPLE_TEXT_CHARS * SAMPLE_STEPS characters per run
-(7.2 M; a typical run far less).
+every text cut to SAMPLE_TEXT_CHARS characters (marked as cut). At most about 40 KB of JSON a
+step (measured with every text at its bound and two rewards), so about 8 MB a run in Redis at the
+worst; a typical run far less (short prompts, a few completions).
 """
 
 from __future__ import annotations

@@ -170,8 +170,13 @@ class Store:
         pipe.ltrim(key, -keep, -1)
         pipe.execute()
 
-    def samples(self, run_id: str) -> list[dict[str, Any]]:
-        return [json.loads(s) for s in self.redis.lrange(self.keys.samples(run_id), 0, -1)]
+    def samples(self, run_id: str, *, last: int | None = None) -> list[dict[str, Any]]:
+        """Every kept sample, oldest first; with `last`, only the last ones stored."""
+        start = -last if last else 0
+        return [json.loads(s) for s in self.redis.lrange(self.keys.samples(run_id), start, -1)]
+
+    def sample_count(self, run_id: str) -> int:
+        return int(self.redis.llen(self.keys.samples(run_id)))
 
 
 # How every service's Redis client rides out a Redis that restarts (docs/faults.md). A command that

@@ -14,8 +14,19 @@ from shared.rollout_samples import SAMPLE_STEPS, latest_per_step
 
 
 def samples_page(context: Context, run_id: str, *, step: int | None, limit: int, after: int | None) -> dict[str, Any]:
-    """`{items, nextCursor}` of the run's step samples (the run is already known to be visible)."""
-    samples = latest_per_step(context.store.samples(run_id))
+    """`{items, nextCursor}` of the run's step samples (the run is already known to be visible).
+
+    The first page (what the dashboard asks for as a run trains) reads only the last entries stored:
+    a step is stored more than once only when a resumed run trains it again, so twice the page's
+    steps is nearly always enough; the whole list is read when it is not (at most SAMPLE_STEPS
+    entries, tens of KB each)."""
+    samples = None
+    if step is None and after is None:
+        tail = latest_per_step(context.store.samples(run_id, last=2 * (limit + 1)))
+        if len(tail) > limit or context.store.sample_count(run_id) <= 2 * (limit + 1):
+            samples = tail
+    if samples is None:
+        samples = latest_per_step(context.store.samples(run_id))
     if step is not None:
         found = [s for s in samples if s["step"] == step]
         if not found:

@@ -85,3 +85,18 @@ def test_another_workloads_run_answers_as_an_unknown_one(client, team, run_id):
     none = client.get(f"/v1/runs/{unknown}/samples?step=1", headers=team)
     assert theirs.status_code == none.status_code == 404
     assert theirs.json["error"]["message"].replace(run_id, "X") == none.json["error"]["message"].replace(unknown, "X")
+
+
+def test_the_first_page_is_right_when_a_resume_stored_steps_again(app, client, admin, dataset):
+    """A resumed run stores the steps after its last snapshot again: the first page (read from the
+    list's tail) and the later ones still hold each step once, its latest attempt."""
+    run = grpo_run(client, admin, dataset)
+    store_steps(app, run, range(1, 31))
+    store_steps(app, run, range(21, 31))  # steps 21..30 trained again
+    store_steps(app, run, range(21, 31))  # and again
+    first = client.get(f"/v1/runs/{run}/samples?limit=3", headers=admin).json
+    assert [s["step"] for s in first["items"]] == [30, 29, 28] and first["nextCursor"] == "28"
+    whole = client.get(f"/v1/runs/{run}/samples?limit=50", headers=admin).json
+    assert [s["step"] for s in whole["items"]] == list(range(30, 0, -1)) and whole["nextCursor"] is None
+    tail = client.get(f"/v1/runs/{run}/samples?limit=12", headers=admin).json
+    assert [s["step"] for s in tail["items"]] == list(range(30, 18, -1)) and tail["nextCursor"] == "19"
