@@ -11,9 +11,16 @@ from services.api import runs as service
 from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
-from services.api.paging import MAX_LOG_INDEX, log_page, page, page_args, visible_cursor, visible_filter, whole_number_arg
+from services.api.paging import (
+    MAX_LOG_INDEX,
+    log_page,
+    page,
+    page_args,
+    visible_cursor,
+    visible_filter,
+    whole_number_arg,
+)
 from services.api.run_samples import samples_page
-from shared.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from services.api.scheduling import with_waits
 from services.api.schemas import (
     EventSchema,
@@ -29,6 +36,7 @@ from shared import reasons
 from shared.artifacts import tensorboard_key
 from shared.errors import NotFound
 from shared.ids import Kind
+from shared.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from shared.states import RunStatus
 
 bp = Blueprint("runs", __name__)

@@ -92,6 +92,17 @@ def test_each_step_keeps_a_sample_of_its_rollouts(trained):
     assert not [m for level, m in reporter.events if level == "warn"]
 
 
+def test_a_trl_whose_rollout_log_cannot_be_read_warns_once_and_training_goes_on():
+    reporter = RecordingReporter()
+    callback = grpo.GrpoReporterCallback(None, reporter, clock=grpo.StepClock(), reward_keys=["exact_match"], beta=0.0)
+    callback.trainer = object()  # a trainer with no rollout log of the shape the engine reads
+    callback.report_samples(1)
+    callback.report_samples(2)
+    assert reporter.events == [("warn", "this run keeps no rollout samples: the installed TRL does not log a step's "
+                                        "rollouts as the GRPO engine reads them; training goes on")]
+    assert reporter.samples_sent == []
+
+
 def test_snapshots_and_the_rollout_server(trained, model_dir):
     job, reporter, _ = trained
     assert [(s["step"], s["final"]) for s in reporter.snapshots] == [(6, False), (12, True)]
