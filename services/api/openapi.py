@@ -17,6 +17,7 @@ from shared.evaluation_schema import ComparisonCreateSchema, EvaluationCreateSch
 from shared.labels import NAME_MAX, TAG_PATTERN
 from shared.names import FILE_NAME_MAX, cursor_pattern, id_pattern
 from shared.plans import WORKLOAD_PATTERN, PlanSchema
+from shared.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from shared.states import EndpointPhase, EvaluationStatus, RunStatus
 from shared.version import VERSION
 
@@ -156,6 +157,15 @@ ROUTES = {
                                              "and metric points, each rank's output and, on failure, the traceback, "
                                              "of each worker process that trained it (the last 1 MiB of each, the "
                                              "last 8 processes)", None, None, 200)},
+    "/v1/runs/{runId}/samples": {"get": (
+        "a grpo run's rollout samples: prompts, completions, each reward's score, the weighted total and the "
+        "advantage, for the first prompt groups of each of the last steps; one step with ?step=, else the latest "
+        "steps first; 404 for a step not kept", None, schemas.page_schema(schemas.SampleStepSchema), 200, [
+            query("step", {"type": "integer", "minimum": 1, "maximum": MAX_LOG_INDEX}, "only this step"),
+            query("limit", {"type": "integer", "minimum": 1, "maximum": SAMPLE_PAGE_MAX,
+                            "default": SAMPLE_PAGE_DEFAULT}, "steps per page"),
+            query("after", {"type": "integer", "minimum": 1, "maximum": MAX_LOG_INDEX},
+                  "the nextCursor of the page before: steps below it")])},
     "/v1/runs/{runId}/tensorboard": {"get": ("its TensorBoard event files as .tar.gz (`tensorboard --logdir` "
                                              "reads them unpacked; one file per attempt)", None, None, 200)},
     "/v1/endpoints": {

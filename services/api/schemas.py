@@ -290,6 +290,32 @@ class MetricPointSchema(Schema):
     time = fields.String()
 
 
+class SampleCompletionSchema(Schema):
+    text = fields.String(metadata={"description": "the completion, cut to the stored bound"})
+    truncated = fields.Boolean(metadata={"description": "the text was cut"})
+    scores = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True),
+                         metadata={"description": "reward key -> its score (null: the reward gave none)"})
+    reward = fields.Float(allow_none=True, metadata={"description": "the weighted total of the scores"})
+    advantage = fields.Float(allow_none=True, metadata={"description": "the advantage the update used"})
+
+
+class SampleGroupSchema(Schema):
+    prompt = fields.String(metadata={"description": "the prompt as text (a conversation: one role: content line "
+                                                    "per message), cut to the stored bound"})
+    promptTruncated = fields.Boolean()
+    completions = fields.List(fields.Nested(SampleCompletionSchema))
+
+
+class SampleStepSchema(Schema):
+    step = fields.Integer()
+    groups = fields.List(fields.Nested(SampleGroupSchema),
+                         metadata={"description": "the first prompt groups of the step, each with its first completions"})
+    groupsInStep = fields.Integer(metadata={"description": "prompt groups the step sampled"})
+    completionsInStep = fields.Integer(metadata={"description": "completions the step sampled"})
+    attempt = fields.Integer(metadata={"description": "as in a metrics point"})
+    time = fields.String()
+
+
 class StartableRunSchema(Schema):
     method = fields.String()
     gpus = fields.Integer()

@@ -24,6 +24,7 @@ from shared import reasons
 from shared.artifacts import ArtifactRoot
 from shared.ids import Kind, new_id
 from shared.lifecycle.runs import RUNS
+from shared.rollout_samples import SAMPLE_STEPS
 from shared.snapshot_files import record
 from shared.states import RunStatus
 from shared.store import Store
@@ -140,6 +141,11 @@ class RunReporter(WorkReporter):
         if self.process_log is not None:
             self.process_log.write(f"{level.upper()} {message}")
         super().event(message, level)
+
+    def samples(self, sample: dict[str, Any]) -> None:
+        """A GRPO step's rollout sample, stored beside the metrics; only the last SAMPLE_STEPS steps
+        are kept (a step trained again after a resume is stored again: readers take its latest)."""
+        self.store.add_samples(self.run_id, {**sample, "attempt": self.attempt, "time": now_iso()}, keep=SAMPLE_STEPS)
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)

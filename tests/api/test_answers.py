@@ -37,6 +37,7 @@ from services.trainer_worker.lease import Lease
 from services.trainer_worker.reporter import RunReporter
 from shared.artifacts import endpoint_key, evaluation_rows_key, join, run_key
 from shared.claims.queue import ClaimQueue
+from shared.rollout_samples import step_sample
 from shared.snapshots import manifest, write_manifest
 from shared.states import EvaluationStatus, RunStatus, evaluation_transition, run_transition
 from shared.times import now_iso
@@ -161,6 +162,9 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
                           "rewards": {"exact_match": {"mean": 0.5, "std": 0.25}}, "kl": None,
                           "completionLength": 12.5, "generationSeconds": 0.5, "handoffSeconds": 0.0,
                           "handoffBytes": 0, "rewardSeconds": 0.01, "updateSeconds": 0.2, "stepSeconds": 0.71})
+        reporter.samples(step_sample(step=2, prompts=["q", "q"], completions=["a", None],
+                                     scores={"exact_match": [1.0, None]}, weights={"exact_match": 1.0},
+                                     advantages=[0.7, -0.7], group_size=2))
         reporter.flush_progress()
         reporter.snapshot(step=2, key=join(run_key(run), "step-2"),
                           directory=snapshot_directory(artifacts.scratch(run_key(run)), "step-2", run=run),
@@ -178,6 +182,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     ask("GET", f"/v1/runs/{run}/events")
     ask("GET", f"/v1/runs/{run}/metrics")
     ask("GET", f"/v1/runs/{run}/metrics?after=2")
+    ask("GET", f"/v1/runs/{run}/samples?step=2")
+    ask("GET", f"/v1/runs/{run}/samples?limit=1")
 
     imported = ask("POST", "/v1/snapshots/import", status=201,
                    json={"path": str(snapshot_directory(tmp_path, "elsewhere", run="run-elsewhere"))})["id"]

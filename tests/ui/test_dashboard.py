@@ -11,6 +11,9 @@ import pytest
 import requests
 
 from tests.e2e.test_run_through_services import SAMPLE, upload_sample, wait_terminal
+from shared.artifacts import ArtifactRoot
+from shared.tiny_models import ensure_builtin
+from tests.trainer_worker.grpo_doubles import PROMPT, toy_answer, write_toy_dataset
 from tests.ui.conftest import shoot
 
 pytestmark = pytest.mark.e2e
@@ -265,8 +268,71 @@ def test_snapshots_ticked_in_the_lineage_start_a_comparison_with_the_best_marked
     expect(page.locator(f"tr[data-metric='loss'] > :nth-child({column})")).to_have_attribute("data-best", "true")
     expect(page.locator("tr[data-metric='loss'] td[data-best]")).to_have_count(1)
     shoot(page, "comparison")
+
+    # each evaluation's page shows its rows as the API stored them
+    evaluation = doc["rows"][0]["evaluation"]
+    page.click(f"a[href='#/evaluations/{evaluation}']")
+    expect(page.locator("#evaluation-status")).to_have_text("SUCCEEDED")
+    stored = [json.loads(line) for line in stack.get(f"/v1/evaluations/{evaluation}/rows").text.splitlines() if line]
+    expect(page.locator("#rows-table tr[data-row]")).to_have_count(len(stored))
+    first = page.locator(f"#rows-table tr[data-row='{stored[0]['row']}']")
+    expect(first.locator("td[data-column='loss']")).to_have_text(_num(stored[0]["loss"]))
+    expect(first.locator("td[data-column='completion']")).to_have_text(stored[0]["completion"])
+    expect(page.locator("#rows-caption")).to_have_text(f"{len(stored)} of {len(stored)} row(s)")
+    loss = doc["rows"][0]["metrics"]["loss"]
+    expect(page.locator("#evaluation-summary .field").filter(has_text="loss")).to_contain_text(_num(loss))
+    shoot(page, "evaluation")
+
     page.goto(f"{stack.api_url}/ui/#/comparisons")
     expect(page.locator(f"tr[data-comparison='{comparison}']")).to_contain_text("SUCCEEDED")
+
+
+def test_a_grpo_runs_page_shows_its_rollout_samples_and_each_reward_on_its_own_chart(page, stack, tmp_path):
+    """A real grpo run (exact match and a length reward of another scale): the total and each reward
+    are charted apart, charts without points (KL with no penalty, validation) are hidden, and the
+    samples table shows the step's completions with the scores the API stored."""
+    answer, _ = toy_answer(ensure_builtin("tiny-qwen3", ArtifactRoot(tmp_path / "artifacts")))
+    toy = write_toy_dataset(tmp_path / "toy.jsonl", answer)
+    dataset = stack.post("/v1/datasets", files={"file": ("toy.jsonl", toy.read_bytes())}).json()["id"]
+    run = stack.post("/v1/runs", json={
+        "method": "grpo", "model": "builtin/tiny-qwen3", "dataset": dataset,
+        "hyperparameters": {"maxSteps": 3, "batchSize": 8, "learningRate": 0.005},
+        "grpo": {"numGenerations": 4, "maxCompletionLength": 2,
+                 "rewards": [{"function": "exact_match", "weight": 1.0}, {"function": "length", "target": 40,
+                                                                          "weight": 0.5}]}}).json()
+    assert run.get("id"), run
+    done = wait_terminal(stack, run["id"])
+    assert done["status"] == "SUCCEEDED", done
+    open_ui(page, stack, f"#/runs/{run['id']}")
+    total = page.locator("[data-chart='reward (weighted total)'] li[data-series]")
+    expect(total).to_have_count(1)
+    expect(total).to_have_attribute("data-series", "weighted total")
+    expect(total).to_have_attribute("data-points", "3")
+    for key in ("exact_match", "length"):
+        expect(page.locator(f"[data-chart='reward: {key}'] li[data-series]")).to_have_attribute("data-points", "3")
+    for empty in ("KL", "validation loss"):
+        expect(page.locator(f"[data-chart='{empty}']")).to_be_hidden()
+    expect(page.locator("#charts-empty")).to_be_hidden()
+
+    latest = stack.get(f"/v1/runs/{run['id']}/samples?step=3").json()["items"][0]
+    expect(page.locator("#sample-step")).to_have_value("3")
+    rows = page.locator("#samples-table tr[data-completion]")
+    expect(rows).to_have_count(sum(len(g["completions"]) for g in latest["groups"]))
+    first = latest["groups"][0]["completions"][0]
+    cells = page.locator("#samples-table tr[data-group='1'][data-completion='1']")
+    expect(cells.locator("td.sample-completion")).to_have_text(first["text"])
+    expect(cells.locator("td[data-score='length']")).to_have_text(_num(first["scores"]["length"]))
+    expect(cells.locator("td[data-reward]")).to_have_text(_num(first["reward"]))
+    expect(cells.locator("td[data-advantage]")).to_have_text(_num(first["advantage"]) if first["advantage"] else "0")
+    expect(page.locator("#samples-table td.sample-prompt").first).to_have_text(PROMPT)
+    page.locator("#samples-section").scroll_into_view_if_needed()
+    shoot(page, "run-grpo")
+    page.click("#sample-prev")
+    expect(page.locator("#samples-caption")).to_contain_text("step 2:")
+    page.fill("#sample-step", "9")
+    page.dispatch_event("#sample-step", "change")
+    expect(page.locator("#samples .error")).to_have_text(
+        f"run {run['id']} has no rollout sample of step 9: it keeps the last 200 steps, now steps 1 to 3")
 
 
 def test_the_pools_page_shows_devices_their_holders_and_the_queue(page, stack, world):

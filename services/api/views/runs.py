@@ -1,26 +1,46 @@
-"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, the process log, TensorBoard event files."""
+"""Runs: create, list, get, cancel (DELETE), pause, resume, events, metrics, rollout samples, the process
+log, TensorBoard event files."""
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from flask import Blueprint, Response, send_file
+from flask import Blueprint, Response, request, send_file
 
 from services.api import runs as service
 from services.api.archives import tar_gz
 from services.api.auth import principal
 from services.api.context import ctx
 from services.api.paging import (
-    both, id_prefix_filter, label_filter, log_page, page, page_args, visible_cursor, visible_filter,
+    MAX_LOG_INDEX,
+    both,
+    id_prefix_filter,
+    label_filter,
+    log_page,
+    page,
+    page_args,
+    visible_cursor,
+    visible_filter,
+    whole_number_arg,
 )
+from services.api.run_samples import samples_page
 from services.api.scheduling import with_waits
-from services.api.schemas import EventSchema, MetricPointSchema, RunSchema, log_page_schema, page_schema, serialise
+from services.api.schemas import (
+    EventSchema,
+    MetricPointSchema,
+    RunSchema,
+    SampleStepSchema,
+    log_page_schema,
+    page_schema,
+    serialise,
+)
 from services.api.views import json_object_body
 from shared import reasons
 from shared.artifacts import tensorboard_key
 from shared.errors import Conflict
 from shared.ids import Kind
 from shared.process_logs import process_log
+from shared.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 from shared.states import RunStatus
 
 bp = Blueprint("runs", __name__)
@@ -84,6 +104,18 @@ def run_process_log(run_id: str):
         text = reasons.run_has_no_process_log(run_id) + "\n"
     return Response(text, mimetype="text/plain", headers={
         "Content-Disposition": f'inline; filename="{run_id}-process.log"'})
+
+
+@bp.get("/v1/runs/<run_id>/samples")
+def run_samples(run_id: str):
+    """A grpo run's rollout samples: one step's (?step=N) or a page of the latest steps."""
+    service.get_run(ctx(), run_id)
+    step = whole_number_arg("step", request.args.get("step"), low=1, high=MAX_LOG_INDEX)
+    limit = whole_number_arg("limit", request.args.get("limit"), low=1, high=SAMPLE_PAGE_MAX,
+                             default=SAMPLE_PAGE_DEFAULT)
+    after = whole_number_arg("after", request.args.get("after"), low=1, high=MAX_LOG_INDEX)
+    samples = samples_page(ctx(), run_id, step=step, limit=limit, after=after)
+    return serialise(page_schema(SampleStepSchema), samples)
 
 
 @bp.get("/v1/runs/<run_id>/tensorboard")

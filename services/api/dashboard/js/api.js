@@ -25,7 +25,7 @@ function headers(extra = {}) {
   return { Authorization: `Bearer ${token.get() || ""}`, ...extra };
 }
 
-async function send(method, path, body) {
+async function send(method, path, body, { raw = false } = {}) {
   const init = { method, headers: headers() };
   if (body instanceof FormData) {
     init.body = body;  // multipart: the browser writes its Content-Type with the boundary
@@ -41,11 +41,12 @@ async function send(method, path, body) {
     if (resp.status === 401) onUnauthenticated();
     throw new ApiError(resp.status, parsed);
   }
-  return parsed;
+  return raw ? text : parsed;
 }
 
 export const api = {
   get: (path) => send("GET", path),
+  text: (path) => send("GET", path, undefined, { raw: true }),  // an answer that is not JSON (JSONL)
   post: (path, body) => send("POST", path, body),
   delete: (path) => send("DELETE", path),
   upload: (path, formData) => send("POST", path, formData),

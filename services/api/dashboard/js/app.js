@@ -7,6 +7,7 @@ import comparisonsPage from "./pages/comparisons.js";
 import datasetsPage from "./pages/datasets.js";
 import endpointPage from "./pages/endpoint.js";
 import endpointsPage from "./pages/endpoints.js";
+import evaluationPage from "./pages/evaluation.js";
 import lineagePage from "./pages/lineage.js";
 import newRunPage from "./pages/new_run.js";
 import poolsPage from "./pages/pools.js";
@@ -21,6 +22,7 @@ const ROUTES = [
   [/^#\/lineage\/([^/]+)$/, lineagePage, "runs"],
   [/^#\/comparisons\/?$/, comparisonsPage, "comparisons"],
   [/^#\/comparisons\/([^/]+)$/, comparisonPage, "comparisons"],
+  [/^#\/evaluations\/([^/]+)$/, evaluationPage, "comparisons"],
   [/^#\/pools\/?$/, poolsPage, "pools"],
   [/^#\/endpoints\/?$/, endpointsPage, "endpoints"],
   [/^#\/endpoints\/([^/]+)$/, endpointPage, "endpoints"],

@@ -61,7 +61,7 @@ export function link(href, text) { return h("a", { href }, text); }
 export function resourceLink(kind, id) {
   if (!id) return h("span", { class: "muted" }, `${kind} of another workload`);
   const route = { run: "runs", endpoint: "endpoints", evaluation: "evaluations" }[kind];
-  return route && route !== "evaluations" ? link(`#/${route}/${id}`, id) : h("code", {}, id);
+  return route ? link(`#/${route}/${id}`, id) : h("code", {}, id);
 }
 
 export function table(columns, rows, attrs = {}) {

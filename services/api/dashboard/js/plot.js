@@ -1,5 +1,6 @@
 // Line charts drawn by uPlot (vendored, MIT: ../vendor/uplot/; it replaced a hand-written SVG chart):
-// chart(title, options) gives {el, update(series)}, a series being {name, points: [[step, y], ...]}.
+// chart(title, options) gives {el, update(series)}, a series being {name, points: [[step, y], ...]};
+// a chart with no point is hidden.
 // uPlot brings zoom (drag across; double-click resets) and the value of every series at the step
 // under the pointer (its legend); around it: smoothing (an exponential moving average, the raw
 // line kept faint), a log scale, and the shown data as CSV or the chart as PNG. What a chart shows
@@ -67,6 +68,7 @@ export function chart(title, { yFormat = num, unit = "" } = {}) {
     listed.replaceChildren(...series.map((s) => h("li", { "data-series": s.name, "data-points": s.points.length })));
     empty.hidden = series.length > 0;
     tools.hidden = !series.length;
+    figure.hidden = !series.length;  // a chart with no point is not shown at all
     if (!series.length) { if (plot) plot.destroy(); plot = null; drawnAs = ""; return; }
     const weight = Number(smoothing.value);
     const raw = aligned(series);

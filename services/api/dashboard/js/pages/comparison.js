@@ -29,7 +29,8 @@ export default async function comparisonPage(main, [comparisonId], life) {
     const columns = comparison.rows.map((r) => h("th", { "data-snapshot": r.snapshot },
       h("code", {}, r.snapshot), h("br"), r.run ? link(`#/runs/${r.run}`, r.run) : "imported",
       h("br"), h("span", { class: "muted" }, `step ${r.step ?? "?"} · ${r.restore}`)));
-    const statusRow = h("tr", {}, h("th", {}, "evaluation"), comparison.rows.map((r) => h("td", {}, badge(r.status || "–"))));
+    const statusRow = h("tr", {}, h("th", {}, "evaluation"), comparison.rows.map((r) => h("td", {}, badge(r.status || "–"),
+      r.evaluation ? [" ", link(`#/evaluations/${r.evaluation}`, "rows")] : null)));
     const metricRows = names.map((name) => h("tr", { "data-metric": name }, h("th", {}, name),
       comparison.rows.map((r) => {
         const best = (r.best || []).includes(name);

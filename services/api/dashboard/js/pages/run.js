@@ -1,10 +1,11 @@
 // #/runs/ID: one run followed live: its progress, charts of its metrics, its events, its snapshots,
-// and the buttons that pause, resume, cancel and branch it; its plan (plan_panel.js), and what each
-// snapshot can start (snapshot_actions.js) with the evaluations started so.
+// its plan (plan_panel.js), what each snapshot can start (snapshot_actions.js) with the evaluations
+// started so, a grpo run's rollout samples, and the buttons that pause, resume, cancel and branch it.
 
 import { api, follower } from "../api.js";
 import { chart, seriesOf } from "../plot.js";
 import { badge, bytes, clear, errorBox, field, fill, h, link, num, table, when } from "../dom.js";
+import { samplesSection } from "../samples.js";
 import { overlayControl } from "./overlay.js";
 import { planPanel } from "./plan_panel.js";
 import { progressBar } from "./runs.js";
@@ -21,8 +22,8 @@ const CHARTS = [
   ["validation loss", {}, (pts) => [seriesOf(pts, "validation loss", (p) => p.validationLoss)]],
 ];
 const GRPO_CHARTS = [
-  ["reward", {}, (pts) => [seriesOf(pts, "total", (p) => p.reward), ...rewardKeys(pts).map(
-    (key) => seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean))]],
+  // the weighted total on a chart of its own; each reward on its own scale (rewardChart)
+  ["reward (weighted total)", {}, (pts) => [seriesOf(pts, "weighted total", (p) => p.reward)]],
   ["KL", {}, (pts) => [seriesOf(pts, "kl", (p) => p.kl)]],
   ["groups with equal rewards", {}, (pts) => [seriesOf(pts, "share", (p) => p.equalRewardGroupShare)]],
   ["completion length", { unit: "tokens" }, (pts) => [seriesOf(pts, "completion length", (p) => p.completionLength)]],
@@ -37,6 +38,13 @@ function rewardKeys(points) {
   const keys = new Set();
   points.forEach((p) => Object.keys(p.rewards || {}).forEach((k) => keys.add(k)));
   return [...keys];
+}
+
+// One reward's mean per step, on a chart of its own (a length reward in the hundreds would flatten an
+// exact match's 0..1 on a shared axis).
+function rewardChart(key) {
+  return { ...chart(`reward: ${key}`), rewardKey: key,
+    series: (pts) => [seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean)] };
 }
 
 // The plan of a branch of this run from one of its snapshots: the same plan, restoring the snapshot.
@@ -118,10 +126,14 @@ export default async function runPage(main, [runId], life) {
   const actionSlot = h("div", { id: "snapshot-action-slot" });
   const evaluations = evaluationsList(runId);
   const overlay = overlayControl(run, () => redraw());
+  const chartsSection = h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el));
+  const noPoints = h("p", { class: "muted", id: "charts-empty" }, "no metrics yet: each step adds a point");
+  const samples = run.plan.method === "grpo" ? samplesSection(run.id) : null;
   main.append(
     h("h1", {}, "Run ", h("code", {}, run.id), " ", h("span", { id: "run-status" })),
     summary, planSlot, actions, message, branchSlot,
-    overlay.el, h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
+    overlay.el, noPoints, chartsSection,
+    samples ? samples.el : null,
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), events),
       h("section", {}, h("h2", {}, "Snapshots"), snapshots, actionSlot,
@@ -203,7 +215,12 @@ export default async function runPage(main, [runId], life) {
     const fresh = await nextMetrics();
     if (fresh.length) {
       points.push(...fresh);
+      for (const key of rewardKeys(points)) {
+        if (!charts.some((c) => c.rewardKey === key)) { const c = rewardChart(key); charts.push(c); chartsSection.append(c.el); }
+      }
       redraw();
+      noPoints.hidden = charts.some((c) => !c.el.hidden);
+      if (samples) await samples.refresh();
     }
     const newEvents = await nextEvents();
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 4;
