@@ -189,7 +189,7 @@ class RunReporter(WorkReporter):
                                                measured_as=measured_as)
             return doc
 
-        memory = self.update_run(change)["memory"]
+        memory = self.update(change)["memory"]
         over = peak_above_estimate(memory) if ranks is not None else None
         if over is not None:
             self.event(reasons.memory_peak_above_estimate(peak_gib=over["peakGiB"], estimate_gib=memory["estimateGiB"],
