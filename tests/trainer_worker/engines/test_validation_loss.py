@@ -62,3 +62,66 @@ def test_validating_does_not_change_what_the_run_trains(validated, model_dir, tm
     plain = RecordingReporter()
     run_sft(make_job(model_dir, tmp_path, dataset=train, every_steps=None, maxSteps=12), plain)
     assert [p["loss"] for p in plain.points] == [p["loss"] for p in reporter.points if "loss" in p]
+
+
+def test_a_runs_validation_loss_is_an_evaluations_loss_over_the_same_rows(validated, model_dir):
+    """Issue 30: a run's last validationLoss and an evaluation of its final snapshot over the same
+    rows are one number: the mean NLL per assistant token over every row (token-weighted), not the
+    Trainer's mean of per-micro-batch means (32 rows of uneven length, micro-batches of 8)."""
+    import json
+
+    from services.trainer_worker.engines.evaluate import score
+    from shared.load_spec import LoadSpec, load_model, model_generation_config
+    from shared.serving.generation import Generator
+
+    reporter, _ = validated
+    final = reporter.snapshot_at(12)
+    rows = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines()[224:]]
+    spec = LoadSpec(model="builtin/tiny-qwen3", model_dir=str(model_dir), dtype="fp32",
+                    generation_config=model_generation_config(model_dir, None), batch_invariant=True,
+                    served_model_name="validation-test", adapters={"final": str(final / "adapter")}, device="cpu")
+    model, tokenizer = load_model(spec)
+    evaluation = score(Generator(model, tokenizer, spec), "final", rows, max_tokens=1).metrics
+    validation = [p["validationLoss"] for p in reporter.points if "validationLoss" in p][-1]
+    assert validation == pytest.approx(evaluation["loss"], rel=1e-5), (validation, evaluation["loss"])
+
+
+COMPLETION_ROWS = [{"prompt": "Add: 2 + 3 =", "completion": " 5"},
+                   {"prompt": "Reverse: stone ->", "completion": " enots"},
+                   {"prompt": "Say", "completion": " a much longer completion than the others, on purpose"},
+                   {"prompt": "Add: 10 + 31 =", "completion": " 41"},
+                   {"prompt": "Reverse: ab ->", "completion": " ba"}]
+
+
+@pytest.mark.parametrize("fmt", ["chat", "completion"])
+def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path, fmt):
+    """The validation pass's loss (validation_loss.py) over micro-batches of uneven rows is the
+    evaluation's token-weighted loss on the same model and rows, for chat and completion rows alike
+    (a completion's EOS counted by both); the Trainer's own eval_loss, a mean of batch means, is not."""
+    import json
+
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from services.trainer_worker.engines.evaluate import score
+    from services.trainer_worker.engines.sft import tokenized
+    from services.trainer_worker.engines.validation_loss import token_weighted_validation
+    from shared.load_spec import LoadSpec, load_model, model_generation_config
+    from shared.serving.generation import Generator
+
+    spec = LoadSpec(model="builtin/tiny-qwen3", model_dir=str(model_dir), dtype="fp32",
+                    generation_config=model_generation_config(model_dir, None), batch_invariant=True,
+                    served_model_name="base", adapters={}, device="cpu")
+    model, tokenizer = load_model(spec)
+    chat = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines()[:7]]
+    rows = chat if fmt == "chat" else COMPLETION_ROWS
+    prepared = Dataset.from_list(tokenized(rows, tokenizer, train_on_prompt=False))
+    args = SFTConfig(output_dir=str(tmp_path), per_device_eval_batch_size=2, report_to=[], use_cpu=True,
+                     max_length=512, prediction_loss_only=True)
+    weighted = token_weighted_validation(SFTTrainer)(model=model, processing_class=tokenizer, args=args,
+                                                     train_dataset=prepared).evaluate(prepared)["eval_loss"]
+    batch_means = SFTTrainer(model=model, processing_class=tokenizer, args=args,
+                             train_dataset=prepared).evaluate(prepared)["eval_loss"]
+    evaluation = score(Generator(model, tokenizer, spec), "base", rows, max_tokens=1).metrics["loss"]
+    assert weighted == pytest.approx(evaluation, rel=1e-5)
+    assert abs(batch_means - evaluation) > 1e-4  # the number the issue saw differ
