@@ -43,6 +43,9 @@ class DatasetSchema(ResourceSchema):
     bytes = fields.Integer()
     rows = fields.Integer()
     format = fields.String(metadata={"description": "chat, completion or prompt"})
+    convertedFrom = fields.String(allow_none=True, metadata={
+        "description": "alpaca or sharegpt when the rows were uploaded in that format: read as chat rows "
+                       "(docs/datasets.md); null for the trainer's own formats"})
     modality = fields.String(metadata={"description": "image-text when its rows hold images, else text; "
                                                       "runs train it only on a model of the same modality"})
     deleted = fields.Boolean(metadata={"description": "only in the answer to DELETE: true"})
