@@ -490,11 +490,16 @@ def comparison(c: dict[str, Any]) -> list[Any]:
     for row in rows:
         values = row.get("metrics") or {}
         best = set(row.get("best") or [])
-        cells.append([row.get("snapshot"), row.get("run"), row.get("step"), row.get("restore"), row.get("status")]
+        snapshot = "base model" if row.get("base") else row.get("snapshot")
+        cells.append([snapshot, row.get("run"), row.get("step"), row.get("restore"), row.get("status")]
                      + [number(values.get(m)) + (" *" if m in best else "") for m in metrics])
     table = list_table(["Snapshot", "Run", "Step", "Restore", "Status", *metrics], cells)
+    if not metrics:
+        return [head, table]
+    if not all(row.get("status") in ("SUCCEEDED", "FAILED", "CANCELLED") for row in rows):
+        return [head, table, Text("the best is marked once every row has ended")]
     return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
-                              "rewards and judge)")] if metrics else [head, table]
+                              "rewards and judge)")]
 
 
 # The per-row results of an evaluation (`evaluations rows`): the scores, and the texts cut to one
