@@ -93,11 +93,12 @@ COMPLETION_ROWS = [{"prompt": "Add: 2 + 3 =", "completion": " 5"},
                    {"prompt": "Reverse: ab ->", "completion": " ba"}]
 
 
-@pytest.mark.parametrize("fmt", ["chat", "completion"])
+@pytest.mark.parametrize("fmt", ["chat", "multi-turn", "completion"])
 def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path, fmt):
     """The validation pass's loss (validation_loss.py) over micro-batches of uneven rows is the
-    evaluation's token-weighted loss on the same model and rows, for chat and completion rows alike
-    (a completion's EOS counted by both); the Trainer's own eval_loss, a mean of batch means, is not."""
+    evaluation's token-weighted loss on the same model and rows, for chat, multi-turn chat (every
+    assistant turn counted by both) and completion rows alike (a completion's EOS counted by both);
+    the Trainer's own eval_loss, a mean of batch means, is not."""
     import json
 
     from datasets import Dataset
@@ -114,7 +115,9 @@ def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path,
                     served_model_name="base", adapters={}, device="cpu")
     model, tokenizer = load_model(spec)
     chat = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines()[:7]]
-    rows = chat if fmt == "chat" else COMPLETION_ROWS
+    multi_turn = [{"messages": [{"role": "system", "content": "Be brief."}, *a["messages"], *b["messages"]]}
+                  for a, b in zip(chat, chat[1:])]
+    rows = {"chat": chat, "multi-turn": multi_turn, "completion": COMPLETION_ROWS}[fmt]
     prepared = Dataset.from_list(tokenized(rows, tokenizer, train_on_prompt=False))
     args = SFTConfig(output_dir=str(tmp_path), per_device_eval_batch_size=2, report_to=[], use_cpu=True,
                      max_length=512, prediction_loss_only=True)
