@@ -128,3 +128,37 @@ def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path,
     evaluation = score(Generator(model, tokenizer, spec), "base", rows, max_tokens=1).metrics["loss"]
     assert weighted == pytest.approx(evaluation, rel=1e-5)
     assert abs(batch_means - evaluation) > 1e-4  # the number the issue saw differ
+
+
+def test_two_ranks_validate_to_the_evaluations_number(model_dir, tmp_path):
+    """sft-ddp on two CPU slots: each rank scores part of the validation rows; the gathered loss
+    counts each row once (30 rows do not split into even micro-batches, so the sampler repeats
+    rows to even out the ranks) and is the evaluation's loss of the final snapshot."""
+    import json
+
+    from services.trainer_worker.engines import train
+    from services.trainer_worker.engines.evaluate import score
+    from shared.load_spec import LoadSpec, load_model, model_generation_config
+    from shared.serving.generation import Generator
+
+    lines = SAMPLE_DATASET.read_text().splitlines()
+    train_rows, held_out = tmp_path / "train.jsonl", tmp_path / "validation.jsonl"
+    train_rows.write_text("\n".join(lines[:64]) + "\n")
+    held_out.write_text("\n".join(lines[226:]) + "\n")
+    job = make_job(model_dir, tmp_path / "work", dataset=train_rows, every_steps=None, maxSteps=3, devices=2)
+    job.plan = amended(job.plan, {"validationDataset": "ds-validation"})
+    job = dataclasses.replace(job, validation_path=held_out)
+    reporter = RecordingReporter()
+    result = train(job, reporter)
+    assert result.final_step == 3
+    validation = [p["validationLoss"] for p in reporter.points if "validationLoss" in p]
+    assert len(validation) == 1
+    rows = [json.loads(line) for line in lines[226:]]
+    assert len(rows) == 30
+    spec = LoadSpec(model="builtin/tiny-qwen3", model_dir=str(model_dir), dtype="fp32",
+                    generation_config=model_generation_config(model_dir, None), batch_invariant=True,
+                    served_model_name="ddp-test", adapters={"final": str(reporter.snapshot_at(3) / "adapter")},
+                    device="cpu")
+    model, tokenizer = load_model(spec)
+    evaluation = score(Generator(model, tokenizer, spec), "final", rows, max_tokens=1).metrics
+    assert validation[0] == pytest.approx(evaluation["loss"], rel=1e-5), (validation[0], evaluation["loss"])
