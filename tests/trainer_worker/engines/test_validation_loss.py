@@ -93,7 +93,7 @@ COMPLETION_ROWS = [{"prompt": "Add: 2 + 3 =", "completion": " 5"},
                    {"prompt": "Reverse: ab ->", "completion": " ba"}]
 
 
-@pytest.mark.parametrize("fmt", ["chat", "multi-turn", "completion"])
+@pytest.mark.parametrize("fmt", ["chat", "multi-turn", "completion", "packed"])
 def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path, fmt):
     """The validation pass's loss (validation_loss.py) over micro-batches of uneven rows is the
     evaluation's token-weighted loss on the same model and rows, for chat, multi-turn chat (every
@@ -105,7 +105,8 @@ def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path,
     from trl import SFTConfig, SFTTrainer
 
     from services.trainer_worker.engines.evaluate import score
-    from services.trainer_worker.engines.sft import tokenized
+    from services.trainer_worker.engines.packing import PackedCollator, use_packed_masks
+    from services.trainer_worker.engines.sft import packed, tokenized
     from services.trainer_worker.engines.validation_loss import token_weighted_validation
     from shared.load_spec import LoadSpec, load_model, model_generation_config
     from shared.serving.generation import Generator
@@ -117,14 +118,25 @@ def test_a_validation_pass_weights_every_target_token_alike(model_dir, tmp_path,
     chat = [json.loads(line) for line in SAMPLE_DATASET.read_text().splitlines()[:7]]
     multi_turn = [{"messages": [{"role": "system", "content": "Be brief."}, *a["messages"], *b["messages"]]}
                   for a, b in zip(chat, chat[1:])]
-    rows = {"chat": chat, "multi-turn": multi_turn, "completion": COMPLETION_ROWS}[fmt]
+    rows = {"chat": chat, "multi-turn": multi_turn, "completion": COMPLETION_ROWS, "packed": chat}[fmt]
     prepared = Dataset.from_list(tokenized(rows, tokenizer, train_on_prompt=False))
+    collator = None
+    if fmt == "packed":  # rows share sequences of up to 96 tokens (packing.py), several per sequence
+        prepared = Dataset.from_list(packed(tokenized(rows, tokenizer, train_on_prompt=False, every_format=True), 96))
+        assert len(prepared) < len(rows)
+        collator = PackedCollator(tokenizer.pad_token_id)
     args = SFTConfig(output_dir=str(tmp_path), per_device_eval_batch_size=2, report_to=[], use_cpu=True,
                      max_length=512, prediction_loss_only=True)
-    weighted = token_weighted_validation(SFTTrainer)(model=model, processing_class=tokenizer, args=args,
-                                                     train_dataset=prepared).evaluate(prepared)["eval_loss"]
-    batch_means = SFTTrainer(model=model, processing_class=tokenizer, args=args,
-                             train_dataset=prepared).evaluate(prepared)["eval_loss"]
+
+    def validation_loss(trainer_class) -> float:
+        trainer = trainer_class(model=model, processing_class=tokenizer, args=args, train_dataset=prepared,
+                                data_collator=collator)
+        if collator is not None:
+            use_packed_masks(trainer.model)
+        return trainer.evaluate(prepared)["eval_loss"]
+
+    weighted = validation_loss(token_weighted_validation(SFTTrainer))
+    batch_means = validation_loss(SFTTrainer)
     evaluation = score(Generator(model, tokenizer, spec), "base", rows, max_tokens=1).metrics["loss"]
     assert weighted == pytest.approx(evaluation, rel=1e-5)
     assert abs(batch_means - evaluation) > 1e-4  # the number the issue saw differ
