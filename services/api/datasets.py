@@ -51,6 +51,7 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
         "bytes": len(data),
         "rows": report.rows,
         "format": report.format,
+        "convertedFrom": report.converted_from,
         "modality": report.modality,
         "detail": None,
     })

@@ -44,6 +44,9 @@ class DatasetSchema(ResourceSchema):
     bytes = fields.Integer()
     rows = fields.Integer()
     format = fields.String(metadata={"description": "chat, completion or prompt"})
+    convertedFrom = fields.String(allow_none=True, metadata={
+        "description": "alpaca or sharegpt when the rows were uploaded in that format: read as chat rows "
+                       "(docs/datasets.md); null for the trainer's own formats"})
     modality = fields.String(metadata={"description": "image-text when its rows hold images, else text; "
                                                       "runs train it only on a model of the same modality"})
     deleted = fields.Boolean(metadata={"description": "only in the answer to DELETE: true"})
@@ -587,15 +590,19 @@ class EvaluationSchema(ResourceSchema):
 
 
 class ComparisonRowSchema(Schema):
-    snapshot = fields.String()
+    snapshot = fields.String(allow_none=True, metadata={"description": "null on the base model's row"})
+    base = fields.Boolean(metadata={"description": "true on the row of the base model without an adapter "
+                                                   "(asked with `base: true`)"})
     run = fields.String(allow_none=True)
     step = fields.Integer(allow_none=True)
-    restore = fields.String(metadata={"description": "how its run started: none, weights or trainingState"})
+    restore = fields.String(allow_none=True, metadata={"description": "how its run started: none, weights or "
+                                                                      "trainingState (null on the base row)"})
     evaluation = fields.String(allow_none=True)
     status = fields.String(allow_none=True)
     metrics = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True),
                           metadata={"description": "loss, perplexity, exactMatch, reward:NAME, judge"})
-    best = fields.List(fields.String(), metadata={"description": "the metrics this snapshot is best at"})
+    best = fields.List(fields.String(), metadata={"description": "the metrics this row is best at (none until "
+                                                                  "every row has ended)"})
 
 
 class ComparisonSchema(ResourceSchema):
@@ -607,8 +614,9 @@ class ComparisonSchema(ResourceSchema):
     evaluations = fields.List(fields.String())
     rows = fields.List(fields.Nested(ComparisonRowSchema), metadata={"description": "one per snapshot"})
     best = fields.Dict(keys=fields.String(), values=fields.List(fields.String()),
-                       metadata={"description": "metric -> the snapshots best at it (lowest loss and perplexity, "
-                                                "highest exact match, rewards and judge)"})
+                       metadata={"description": "metric -> the rows best at it, by snapshot id (`base` for the "
+                                                "base model's row): lowest loss and perplexity, highest exact "
+                                                "match, rewards and judge; empty until every row has ended"})
 
 
 class EndpointLogSchema(Schema):

@@ -253,17 +253,19 @@ def test_snapshots_ticked_in_the_lineage_start_a_comparison_with_the_best_marked
     for snapshot in picked:
         page.check(f"li.snapshot-node[data-snapshot='{snapshot}'] > label input.pick")
     page.select_option("#compare-form select[name=dataset]", world["small"])
+    page.check("#compare-base")  # issue 30: the base model as a column of its own
     page.click("#compare")
     page.wait_for_url(re.compile(r"#/comparisons/cmp-"))
     comparison = page.url.rsplit("/", 1)[1]
-    for snapshot in picked:
+    for snapshot in [*picked, "base"]:
         expect(page.locator(f"#comparison-table th[data-snapshot='{snapshot}']")).to_have_count(1)
+    expect(page.locator("#comparison-table th[data-snapshot='base']")).to_contain_text("base model")
     expect(page.locator("#comparison-status")).to_have_text("SUCCEEDED", timeout=180_000)
     doc = stack.get(f"/v1/comparisons/{comparison}").json()
     best_loss = doc["best"]["loss"]
     assert len(best_loss) == 1, doc
     columns = [th.get_attribute("data-snapshot") for th in page.locator("#comparison-table th[data-snapshot]").all()]
-    assert columns == [row["snapshot"] for row in doc["rows"]] and set(columns) == set(picked)
+    assert columns == [row["snapshot"] or "base" for row in doc["rows"]] and set(columns) == {*picked, "base"}
     column = columns.index(best_loss[0]) + 2  # the metric's name, then one column per snapshot
     expect(page.locator(f"tr[data-metric='loss'] > :nth-child({column})")).to_have_attribute("data-best", "true")
     expect(page.locator("tr[data-metric='loss'] td[data-best]")).to_have_count(1)
