@@ -150,6 +150,9 @@ class Points:
     def event(self, message, level="info"):
         pass
 
+    def samples(self, sample):
+        pass
+
     def snapshot(self, **kwargs):
         pass
 

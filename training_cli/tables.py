@@ -560,13 +560,18 @@ def comparison(c: dict[str, Any]) -> list[Any]:
     for row in rows:
         values = row.get("metrics") or {}
         best = set(row.get("best") or [])
-        cells.append([row.get("snapshot"), row.get("step")]
+        snapshot = "base model" if row.get("base") else row.get("snapshot")
+        cells.append([snapshot, row.get("step")]
                      + [number(values.get(m)) + (" *" if m in best else "") for m in metrics]
                      + [row.get("status"), row.get("restore"), row.get("run")])
     # the metrics before the rest, so a narrow terminal keeps what a comparison is read for
     table = list_table([Col("Snapshot", keep=True), "Step", *metrics, "Status", "Restore", "Run"], cells)
+    if not metrics:
+        return [head, table]
+    if not all(row.get("status") in ("SUCCEEDED", "FAILED", "CANCELLED") for row in rows):
+        return [head, table, Text(reasons.COMPARISON_BEST_WHEN_ENDED)]
     return [head, table, Text("* best of the comparison (lowest loss and perplexity, highest exact match, "
-                              "rewards and judge)")] if metrics else [head, table]
+                              "rewards and judge)")]
 
 
 # The per-row results of an evaluation (`evaluations rows`): the scores, and the texts cut to one

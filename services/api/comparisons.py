@@ -31,6 +31,13 @@ from shared.store.ids import Kind, new_id
 
 # metric -> True when lower is better. Reward means (`reward:NAME`) and the judge score are higher-better.
 LOWER_IS_BETTER = {"loss": True, "perplexity": True, "exactMatch": False, "judge": False}
+# How `best` names the base model's row (`base: true`): it has no snapshot id.
+BASE_ROW = "base"
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """What `best` names a row by: its snapshot's id, or BASE_ROW for the base model's row."""
+    return row["snapshot"] or BASE_ROW
 
 
 def _restore_kind(context: Context, snapshot: dict[str, Any]) -> str:
@@ -58,9 +65,12 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
     model = next(iter(models.values()))
     pool_name = spec["pool"] or context.config.default_pool
     pool_named(context.config, pool_name, field="pool")  # 404; each evaluation's GPUs are checked below
-    checked = [check_evaluation(context, who=who, checked_snapshot=snap, body={
-        "model": model, "snapshot": snap["id"], "dataset": spec["dataset"], "pool": pool_name,
-        "workload": workload, "maxTokens": spec["maxTokens"]}) for snap in snapshots]
+    asked = {"model": model, "dataset": spec["dataset"], "pool": pool_name, "workload": workload,
+             "maxTokens": spec["maxTokens"]}
+    checked = [check_evaluation(context, who=who, checked_snapshot=snap, body={**asked, "snapshot": snap["id"]})
+               for snap in snapshots]
+    if spec["base"]:  # the base model without an adapter, a row of its own (issue 30)
+        checked.append(check_evaluation(context, who=who, body={**asked, "snapshot": None}))
     places = reserve_places(context, workload=workload, count=len(checked))  # all or none: 429 past the cap
     comparison_id = new_id(Kind.COMPARISON)
     evaluations: list[str] = []
@@ -73,7 +83,9 @@ def create_comparison(context: Context, *, body: Any, who: Principal) -> dict[st
         give_back_places(context, workload=workload, claim_ids=places)
         raise
     rows = [{"snapshot": snap["id"], "run": snap.get("run"), "step": snap.get("step"),
-             "restore": _restore_kind(context, snap)} for snap in snapshots]
+             "restore": _restore_kind(context, snap), "base": False} for snap in snapshots]
+    if spec["base"]:
+        rows.append({"snapshot": None, "run": None, "step": None, "restore": None, "base": True})
     doc = context.store.create({
         "id": comparison_id, "kind": "comparison", "workload": workload, "model": model,
         "dataset": checked[0]["doc"]["dataset"], "pool": pool_name, "snapshots": rows, "evaluations": evaluations, "detail": None,
@@ -129,12 +141,15 @@ def metric_columns(metrics: dict[str, Any] | None) -> dict[str, float | None]:
 
 
 def mark_best(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """metric -> the snapshots with the best value (ties share it); only metrics some row has, and
-    none where every scored snapshot has the same value (then no snapshot is better at it)."""
+    """metric -> the rows (row_key: snapshot ids, BASE_ROW) with the best value (ties share it);
+    only metrics some row has, and none where every scored row has the same value (then no row is
+    better at it). Nothing while a row has not ended: a best over part of the table is no best."""
+    if any(not row["status"] or not EvaluationStatus(row["status"]).is_terminal for row in rows):
+        return {}
     best: dict[str, list[str]] = {}
     names = {name for row in rows for name, value in row["metrics"].items() if value is not None}
     for name in sorted(names):
-        scored = [(row["metrics"][name], row["snapshot"]) for row in rows if row["metrics"].get(name) is not None]
+        scored = [(row["metrics"][name], row_key(row)) for row in rows if row["metrics"].get(name) is not None]
         pick = min if LOWER_IS_BETTER.get(name, False) else max
         top = pick(value for value, _ in scored)
         winners = [snapshot for value, snapshot in scored if value == top]
@@ -145,20 +160,22 @@ def mark_best(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 def comparison_view(context: Context, doc: dict[str, Any]) -> dict[str, Any]:
     """The comparison with its derived status, one row per snapshot, and the best marked."""
-    evaluations = {e["snapshot"]: e for e in context.store.get_many(doc.get("evaluations") or [])}
+    evaluations = {e["snapshot"] or BASE_ROW: e for e in context.store.get_many(doc.get("evaluations") or [])}
     rows = []
     for row in doc["snapshots"]:
-        evaluation = evaluations.get(row["snapshot"]) or {}
+        row = {"base": False, **row}  # a comparison stored before the base row existed
+        evaluation = evaluations.get(row_key(row)) or {}
         finished = evaluation.get("status") == EvaluationStatus.SUCCEEDED
         rows.append({**row, "evaluation": evaluation.get("id"), "status": evaluation.get("status"),  # read-time view
                      "metrics": metric_columns(evaluation.get("metrics") if finished else None)})
     best = mark_best(rows)
     for row in rows:
-        row["best"] = [name for name, winners in best.items() if row["snapshot"] in winners]
+        row["best"] = [name for name, winners in best.items() if row_key(row) in winners]
     status = comparison_status([r["status"] for r in rows if r["status"]])
     failed = [r for r in rows if r["status"] in (EvaluationStatus.FAILED, EvaluationStatus.CANCELLED)]
     detail = doc.get("detail")
     if failed and EvaluationStatus(status).is_terminal and status != EvaluationStatus.SUCCEEDED:
-        detail = "; ".join(f"evaluation {r['evaluation']} of snapshot {r['snapshot']} {r['status'].lower()}: "
-                           f"{(evaluations[r['snapshot']].get('detail') or '').strip()}" for r in failed)
+        detail = "; ".join(reasons.comparison_row_ended(r["evaluation"], r["snapshot"], r["status"],
+                                                         evaluations[row_key(r)].get("detail"))
+                           for r in failed)
     return {**doc, "status": status, "detail": detail, "rows": rows, "best": best}  # read-time view

@@ -4,6 +4,7 @@ deleted only once no run or evaluation that may still read them is left."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from services.api.auth import Principal
@@ -50,6 +51,7 @@ def create_dataset(context: Context, *, data: bytes, name: str, workload: str,
         "bytes": len(data),
         "rows": report.rows,
         "format": report.format,
+        "convertedFrom": report.converted_from,
         "modality": report.modality,
         "detail": None,
     })
@@ -83,6 +85,29 @@ def _named(context: Context, name: str, who: Principal, *, field: str) -> dict[s
         ids = [d["id"] for d in found]
         raise ValidationFailed(reasons.dataset_name_ambiguous(name, ids), details={"field": field, "ids": ids})
     return found[0] if found else None
+
+
+PREVIEW_ROWS_DEFAULT = 5
+PREVIEW_ROWS_MAX = 20
+
+
+def first_rows(context: Context, doc: dict[str, Any], *, limit: Any) -> dict[str, Any]:
+    """The dataset's first `limit` rows as stored (the dashboard's preview; issue 30)."""
+    try:
+        count = PREVIEW_ROWS_DEFAULT if limit is None else int(limit)
+    except (TypeError, ValueError):
+        count = -1
+    if not 1 <= count <= PREVIEW_ROWS_MAX:
+        raise ValidationFailed(reasons.dataset_preview_limit_invalid(PREVIEW_ROWS_MAX),
+                               details={"field": "limit", "value": limit})
+    rows: list[Any] = []
+    with context.artifacts.open(dataset_key(doc["digest"])) as f:
+        for line in f:
+            if line.strip():  # stored rows were validated on upload: each non-blank line is one JSON row
+                rows.append(json.loads(line))
+            if len(rows) == count:
+                break
+    return {"dataset": doc["id"], "rows": rows, "totalRows": doc["rows"]}
 
 
 def delete_dataset(context: Context, dataset_id: str, who: Principal) -> dict[str, Any]:

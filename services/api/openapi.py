@@ -19,6 +19,7 @@ from shared.schemas.endpoints import EndpointCreateSchema
 from shared.schemas.evaluations import ComparisonCreateSchema, EvaluationCreateSchema
 from shared.schemas.labels import NAME_MAX, TAG_PATTERN
 from shared.schemas.names import FILE_NAME_MAX, cursor_pattern, id_pattern
+from shared.store.rollout_samples import SAMPLE_PAGE_DEFAULT, SAMPLE_PAGE_MAX
 
 
 def query(name: str, schema: dict, description: str, **extra) -> dict:
@@ -129,6 +130,12 @@ ROUTES = {
         "delete": ("delete a dataset no unfinished run or evaluation reads (409 naming them otherwise)", None,
                    schemas.DatasetSchema, 200),
     },
+    "/v1/datasets/{datasetId}/rows": {
+        "get": ("its first rows as stored (a preview)", None, schemas.DatasetRowsSchema, 200,
+                [query("limit", {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}, "how many rows")]),
+    },
+    "/v1/plans/defaults": {"get": ("the value each plan field gets when a request leaves it out, by dotted path",
+                                   None, schemas.PlanDefaultsSchema, 200)},
     "/v1/runs": {
         "post": ("create a run from a plan; 422 when no engine trains it", PlanSchema, schemas.RunSchema, 201),
         "get": ("list runs", None, schemas.page_schema(schemas.RunSchema), 200, list_parameters(
@@ -150,6 +157,15 @@ ROUTES = {
                                              "and metric points, each rank's output and, on failure, the traceback, "
                                              "of each worker process that trained it (the last 1 MiB of each, the "
                                              "last 8 processes)", None, None, 200)},
+    "/v1/runs/{runId}/samples": {"get": (
+        "a grpo run's rollout samples: prompts, completions, each reward's score, the weighted total and the "
+        "advantage, for the first prompt groups of each of the last steps; one step with ?step=, else the latest "
+        "steps first; 404 for a step not kept", None, schemas.page_schema(schemas.SampleStepSchema), 200, [
+            query("step", {"type": "integer", "minimum": 1, "maximum": MAX_LOG_INDEX}, "only this step"),
+            query("limit", {"type": "integer", "minimum": 1, "maximum": SAMPLE_PAGE_MAX,
+                            "default": SAMPLE_PAGE_DEFAULT}, "steps per page"),
+            query("after", {"type": "integer", "minimum": 1, "maximum": MAX_LOG_INDEX},
+                  "the nextCursor of the page before: steps below it")])},
     "/v1/runs/{runId}/tensorboard": {"get": ("its TensorBoard event files as .tar.gz (`tensorboard --logdir` "
                                              "reads them unpacked; one file per attempt)", None, None, 200)},
     "/v1/endpoints": {

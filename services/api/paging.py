@@ -1,5 +1,5 @@
-"""List paging and filters shared by every list view: ?limit, ?after, ?status, ?workload; and the
-?after=N paging of the append-only event and metric logs."""
+"""List paging and filters shared by every list view: ?limit, ?after, ?status, ?workload; the
+?after=N paging of the append-only event and metric logs; bounded whole numbers (?step=)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,17 @@ def states_in(raw: str, *, what: str, known: Iterable[str] | None, param: str = 
         raise ValidationFailed(reasons.status_unknown(what, unknown[0], known),
                                details={"field": param, "statuses": known})
     return wanted
+
+
+def whole_number_arg(param: str, raw: str | None, *, low: int, high: int, default: int | None = None) -> int | None:
+    """The value `raw` of the query parameter `param` as a whole number from `low` to `high`
+    (?step=, a step cursor): `default` when absent, else 400 naming it unless it is one."""
+    if raw is None:
+        return default
+    if not _WHOLE_NUMBER.fullmatch(raw) or not low <= int(raw) <= high:
+        raise ValidationFailed(reasons.query_whole_number_invalid(param, low, high, raw),
+                               details={"field": param, "minimum": low, "maximum": high})
+    return int(raw)
 
 
 def page(items: list[dict[str, Any]], cursor: str | None) -> dict[str, Any]:

@@ -44,10 +44,26 @@ class DatasetSchema(ResourceSchema):
     bytes = fields.Integer()
     rows = fields.Integer()
     format = fields.String(metadata={"description": "chat, completion or prompt"})
+    convertedFrom = fields.String(allow_none=True, metadata={
+        "description": "alpaca or sharegpt when the rows were uploaded in that format: read as chat rows "
+                       "(docs/datasets.md); null for the trainer's own formats"})
     modality = fields.String(metadata={"description": "image-text when its rows hold images, else text; "
                                                       "runs train it only on a model of the same modality"})
     deleted = fields.Boolean(metadata={"description": "only in the answer to DELETE: true"})
     deletedAt = fields.String(metadata={"description": "only in the answer to DELETE"})
+
+
+class DatasetRowsSchema(Schema):
+    """GET /v1/datasets/ID/rows: its first rows, as stored (images inline as data: URLs)."""
+    dataset = fields.String()
+    rows = fields.List(fields.Dict(), metadata={"description": "the first rows, in file order"})
+    totalRows = fields.Integer(metadata={"description": "how many rows it holds"})
+
+
+class PlanDefaultsSchema(Schema):
+    """GET /v1/plans/defaults: the value each plan field gets when a request leaves it out."""
+    defaults = fields.Dict(keys=fields.String(), values=fields.Raw(allow_none=True), metadata={
+        "description": "dotted field path (`hyperparameters.learningRate`) -> its default"})
 
 
 class ProgressSchema(Schema):
@@ -274,6 +290,32 @@ class MetricPointSchema(Schema):
     attempt = fields.Integer(metadata={
         "description": "how often the run had been re-queued after a lost worker when the point was logged "
                        "(steps after its last snapshot train again, and are logged once)"})
+    time = fields.String()
+
+
+class SampleCompletionSchema(Schema):
+    text = fields.String(metadata={"description": "the completion, cut to the stored bound"})
+    truncated = fields.Boolean(metadata={"description": "the text was cut"})
+    scores = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True),
+                         metadata={"description": "reward key -> its score (null: the reward gave none)"})
+    reward = fields.Float(allow_none=True, metadata={"description": "the weighted total of the scores"})
+    advantage = fields.Float(allow_none=True, metadata={"description": "the advantage the update used"})
+
+
+class SampleGroupSchema(Schema):
+    prompt = fields.String(metadata={"description": "the prompt as text (a conversation: one role: content line "
+                                                    "per message), cut to the stored bound"})
+    promptTruncated = fields.Boolean()
+    completions = fields.List(fields.Nested(SampleCompletionSchema))
+
+
+class SampleStepSchema(Schema):
+    step = fields.Integer()
+    groups = fields.List(fields.Nested(SampleGroupSchema),
+                         metadata={"description": "the first prompt groups of the step, each with its first completions"})
+    groupsInStep = fields.Integer(metadata={"description": "prompt groups the step sampled"})
+    completionsInStep = fields.Integer(metadata={"description": "completions the step sampled"})
+    attempt = fields.Integer(metadata={"description": "as in a metrics point"})
     time = fields.String()
 
 
@@ -548,15 +590,19 @@ class EvaluationSchema(ResourceSchema):
 
 
 class ComparisonRowSchema(Schema):
-    snapshot = fields.String()
+    snapshot = fields.String(allow_none=True, metadata={"description": "null on the base model's row"})
+    base = fields.Boolean(metadata={"description": "true on the row of the base model without an adapter "
+                                                   "(asked with `base: true`)"})
     run = fields.String(allow_none=True)
     step = fields.Integer(allow_none=True)
-    restore = fields.String(metadata={"description": "how its run started: none, weights or trainingState"})
+    restore = fields.String(allow_none=True, metadata={"description": "how its run started: none, weights or "
+                                                                      "trainingState (null on the base row)"})
     evaluation = fields.String(allow_none=True)
     status = fields.String(allow_none=True)
     metrics = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True),
                           metadata={"description": "loss, perplexity, exactMatch, reward:NAME, judge"})
-    best = fields.List(fields.String(), metadata={"description": "the metrics this snapshot is best at"})
+    best = fields.List(fields.String(), metadata={"description": "the metrics this row is best at (none until "
+                                                                  "every row has ended)"})
 
 
 class ComparisonSchema(ResourceSchema):
@@ -568,8 +614,9 @@ class ComparisonSchema(ResourceSchema):
     evaluations = fields.List(fields.String())
     rows = fields.List(fields.Nested(ComparisonRowSchema), metadata={"description": "one per snapshot"})
     best = fields.Dict(keys=fields.String(), values=fields.List(fields.String()),
-                       metadata={"description": "metric -> the snapshots best at it (lowest loss and perplexity, "
-                                                "highest exact match, rewards and judge)"})
+                       metadata={"description": "metric -> the rows best at it, by snapshot id (`base` for the "
+                                                "base model's row): lowest loss and perplexity, highest exact "
+                                                "match, rewards and judge; empty until every row has ended"})
 
 
 class EndpointLogSchema(Schema):

@@ -27,6 +27,7 @@ from shared.snapshots.files import record
 from shared.store.artifacts import ArtifactRoot
 from shared.store.documents import Store
 from shared.store.ids import Kind, new_id
+from shared.store.rollout_samples import SAMPLE_STEPS
 from shared.store.times import now_iso
 
 PROGRESS_EVERY_S = 0.25
@@ -141,6 +142,11 @@ class RunReporter(WorkReporter):
             self.process_log.write(f"{level.upper()} {message}")
         super().event(message, level)
 
+    def samples(self, sample: dict[str, Any]) -> None:
+        """A GRPO step's rollout sample, stored beside the metrics; only the last SAMPLE_STEPS steps
+        are kept (a step trained again after a resume is stored again: readers take its latest)."""
+        self.store.add_samples(self.run_id, {**sample, "attempt": self.attempt, "time": now_iso()}, keep=SAMPLE_STEPS)
+
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict[str, Any], final: bool) -> None:
         snapshot_id = new_id(Kind.SNAPSHOT)
         snapshot = {
@@ -183,7 +189,7 @@ class RunReporter(WorkReporter):
                                                measured_as=measured_as)
             return doc
 
-        memory = self.update_run(change)["memory"]
+        memory = self.update(change)["memory"]
         over = peak_above_estimate(memory) if ranks is not None else None
         if over is not None:
             self.event(reasons.memory_peak_above_estimate(peak_gib=over["peakGiB"], estimate_gib=memory["estimateGiB"],

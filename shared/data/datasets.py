@@ -2,7 +2,9 @@
 its view from.
 
 Accepted rows: chat `messages`; `prompt` + `completion`; for reinforcement, `prompt` (text or
-messages) plus any fields reward functions read. Every fault names its line and field; the first
+messages) plus any fields reward functions read. Alpaca rows (`instruction`/`input`/`output`) and
+ShareGPT rows (`conversations`) are read as chat rows (shared/data/formats.py), on upload and
+by every reader alike; the file is stored as uploaded. Every fault names its line and field; the first
 20 are reported. A dataset has one format: the format of its first valid row.
 
 A message's content is a string or a list of OpenAI content parts, text and images (shared/data/images.py:
@@ -31,6 +33,7 @@ from typing import Any, Iterator
 
 from shared import reasons
 from shared.data import images
+from shared.data.formats import as_chat, source_format
 from shared.errors import ValidationFailed
 from shared.schemas import json_values
 
@@ -47,6 +50,7 @@ class DatasetReport:
     rows: int = 0
     format: str | None = None  # one of FORMATS
     modality: str = TEXT  # IMAGE_TEXT once a valid row holds an image
+    converted_from: str | None = None  # alpaca or sharegpt: the first valid row's, read as chat rows
     faults: list[dict[str, Any]] = field(default_factory=list)
     fault_count: int = 0
 
@@ -185,7 +189,12 @@ def read_rows(path: Path | str) -> list[Row]:
             field_, problem = fault
             raise ValidationFailed(reasons.dataset_line_refused(number, None if field_ == "(line)" else field_, problem),
                                    details={"line": number, "field": field_})
-        rows.append(Row(number, row))
+        chat, faults = as_chat(row)
+        if faults:
+            field_, problem = faults[0]
+            raise ValidationFailed(reasons.dataset_line_refused(number, field_, problem),
+                                   details={"line": number, "field": field_})
+        rows.append(Row(number, chat))
     return rows
 
 
@@ -200,9 +209,15 @@ def validate_jsonl(data: bytes) -> DatasetReport:
         if fault is not None:
             report.fault(number, *fault)
             continue
+        converted_from = source_format(row)
+        row, faults = as_chat(row)
+        if faults:
+            for field_, problem in faults:
+                report.fault(number, field_, problem)
+            continue
         fmt = row_format(row)
         if fmt is None:
-            report.fault(number, "(row)", "needs messages, or prompt and completion, or prompt")
+            report.fault(number, "(row)", reasons.dataset_row_format_unknown(sorted(row)))
             continue
         if report.format is None:
             report.format = fmt
@@ -226,6 +241,7 @@ def validate_jsonl(data: bytes) -> DatasetReport:
             report.fault(number, field_, problem)
         if not faults:
             report.rows += 1
+            report.converted_from = report.converted_from or converted_from
             if row_modality(row) == IMAGE_TEXT:
                 report.modality = IMAGE_TEXT
     if report.rows == 0 and report.fault_count == 0:

@@ -26,3 +26,4 @@ from shared.reasons.deployment import *
 from shared.reasons.training import *
 from shared.reasons.cli import *
 from shared.reasons.labels import *
+from shared.reasons.samples import *

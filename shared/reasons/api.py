@@ -139,6 +139,8 @@ def body_field_refused(what: str, field: str, problem: str) -> str:
 # An evaluation's reward entry that names a judge: its judge is its own field.
 EVALUATION_REWARD_JUDGE = "an evaluation's rewards are reward functions; its judge is the `judge` field"
 COMPARISON_SNAPSHOT_TWICE = "names a snapshot twice"
+# Issue 30: a comparison needs two rows: two snapshots, or one and its base model (`base: true`).
+COMPARISON_ONE_ROW = "needs at least 2 snapshots, or 1 with \"base\": true to compare it with its base model"
 
 
 def resource_unknown(what: str, resource_id: str) -> str:

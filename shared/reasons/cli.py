@@ -106,3 +106,7 @@ def endpoint_openai_use(model: str) -> str:
 
 
 ENDPOINT_PROCESS_ADDRESS = "the serving process on its node; it answers only the trainer (use the base URL above)"
+
+
+# `comparisons get` while a row is still scoring: no best is marked before every row has ended.
+COMPARISON_BEST_WHEN_ENDED = "the best is marked once every row has ended"

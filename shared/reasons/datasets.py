@@ -135,3 +135,31 @@ def dataset_upload_refused(line: int, field: str, problem: str, more: int) -> st
 
 DATASET_UPLOAD_WITHOUT_FILE = "upload the JSONL as the multipart form field `file`"
 DATASET_DELETED_BY_USER = "deleted by the user"
+
+
+def dataset_preview_limit_invalid(most: int) -> str:
+    """Issue 30: `GET /v1/datasets/ID/rows?limit=` (the dashboard's preview) out of its bounds."""
+    return f"limit must be a whole number from 1 to {most}"
+
+
+# --- Alpaca and ShareGPT rows (shared/data/formats.py), read as chat rows (issue 30): the
+# problem with a field, said after the field (`conversations[2].from must be one of ...`).
+
+ALPACA_INSTRUCTION_REFUSED = "must be a non-empty string (an Alpaca row's instruction)"
+ALPACA_TEXT_REFUSED = "must be a string"
+ALPACA_HISTORY_REFUSED = "must be a list of [instruction, answer] pairs of strings"
+SHAREGPT_CONVERSATIONS_REFUSED = "must be a non-empty list of {from, value} objects (a ShareGPT row)"
+SHAREGPT_TURN_REFUSED = "must be an object with from and value"
+SHAREGPT_VALUE_REFUSED = "must be a string"
+SHAREGPT_LAST_TURN_REFUSED = "must end with a gpt (assistant) turn to train on"
+
+
+def sharegpt_role_refused(speakers: list[str]) -> str:
+    return f"must be one of {', '.join(speakers)}"
+
+
+def dataset_row_format_unknown(keys: list[str]) -> str:
+    """A row in no format the trainer reads: which are, and how the two common others are read."""
+    found = f" (it has {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''})" if keys else ""
+    return ("needs messages (chat), prompt and completion, or prompt; Alpaca rows (instruction, input, "
+            "output) and ShareGPT rows (conversations of {from, value}) are read as chat rows" + found)

@@ -89,3 +89,9 @@ def evaluation_reward_refused(sentence: str) -> str:
     """A reward entry of an evaluation refused (`sentence` starts with the entry's field, e.g.
     `rewards.0.threshold: ...`), said as the other evaluation fields are."""
     return f"evaluation field {sentence}"
+
+
+def comparison_row_ended(evaluation_id: str, snapshot_id: str | None, status: str, detail: str | None) -> str:
+    """One failed or cancelled row of a comparison, in its detail (`snapshot_id` None: the base model's row)."""
+    what = f"snapshot {snapshot_id}" if snapshot_id else "the base model"
+    return f"evaluation {evaluation_id} of {what} {status.lower()}: {(detail or '').strip()}"

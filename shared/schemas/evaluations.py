@@ -47,10 +47,12 @@ class ComparisonCreateSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    snapshots = fields.List(fields.String(), required=True, validate=validate.Length(min=2, max=16),
+    snapshots = fields.List(fields.String(), required=True, validate=validate.Length(min=1, max=16),
                             metadata={"uniqueItems": True,
                                       "description": "the snapshots to compare (a parent and its branches), "
-                                                     "all of one base model"})
+                                                     "all of one base model: at least 2, or 1 with `base`"})
+    base = fields.Boolean(load_default=False, metadata={
+        "description": "also score the snapshots' base model without an adapter, as a row of its own"})
     dataset = fields.String(required=True, metadata={"description": "dataset (id or name) every snapshot is scored on"})
     pool = fields.String(load_default=None, allow_none=True,
                          metadata={"description": "pool its evaluations queue in; default: the default pool"})
@@ -87,6 +89,9 @@ def parse_evaluation(body: Any) -> dict[str, Any]:
 
 def parse_comparison(body: Any) -> dict[str, Any]:
     spec = _parse(ComparisonCreateSchema(), body, "comparison")
+    if len(spec["snapshots"]) + spec["base"] < 2:
+        raise ValidationFailed(reasons.body_field_refused("comparison", "snapshots", reasons.COMPARISON_ONE_ROW),
+                               details={"field": "snapshots", "fields": {"snapshots": ["one row"]}})
     if len(set(spec["snapshots"])) != len(spec["snapshots"]):
         raise ValidationFailed(reasons.body_field_refused("comparison", "snapshots", reasons.COMPARISON_SNAPSHOT_TWICE),
                                details={"field": "snapshots", "fields": {"snapshots": ["duplicate"]}})

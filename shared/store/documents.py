@@ -158,6 +158,22 @@ class Store:
     def metrics(self, run_id: str, *, start: int = 0) -> list[dict[str, Any]]:
         return [json.loads(m) for m in self.redis.lrange(self.keys.metrics(run_id), start, -1)]
 
+    # --- rollout samples: one JSON entry per GRPO step, only the last `keep` kept (LTRIM)
+    def add_samples(self, run_id: str, sample: dict[str, Any], *, keep: int) -> None:
+        key = self.keys.samples(run_id)
+        pipe = self.redis.pipeline()
+        pipe.rpush(key, json.dumps(sample, allow_nan=False))
+        pipe.ltrim(key, -keep, -1)
+        pipe.execute()
+
+    def samples(self, run_id: str, *, last: int | None = None) -> list[dict[str, Any]]:
+        """Every kept sample, oldest first; with `last`, only the last ones stored."""
+        start = -last if last else 0
+        return [json.loads(s) for s in self.redis.lrange(self.keys.samples(run_id), start, -1)]
+
+    def sample_count(self, run_id: str) -> int:
+        return int(self.redis.llen(self.keys.samples(run_id)))
+
 
 # How every service's Redis client rides out a Redis that restarts (docs/faults.md). A command that
 # meets a connection error (refused, reset, timed out, or Redis still loading its AOF) is sent again

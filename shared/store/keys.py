@@ -24,6 +24,11 @@ class Keys:
     def metrics(self, run_id: str) -> str:
         return f"{self.prefix}metrics:{run_id}"
 
+    def samples(self, run_id: str) -> str:
+        """List: a GRPO run's rollout samples, one JSON entry per step, the last few kept
+        (shared/store/rollout_samples.py)."""
+        return f"{self.prefix}samples:{run_id}"
+
     def snapshots_of(self, run_id: str) -> str:
         return f"{self.prefix}snapshots-of:{run_id}"
 

@@ -40,6 +40,7 @@ from shared.lifecycle.states import EvaluationStatus, RunStatus, evaluation_tran
 from shared.models.tiny_models import ensure_builtin
 from shared.snapshots.manifest import manifest, write_manifest
 from shared.store.artifacts import endpoint_key, evaluation_rows_key, join, run_key
+from shared.store.rollout_samples import step_sample
 from shared.store.times import now_iso
 from tests.api.conftest import CHAT_ROWS
 from tests.api.openapi_check import openapi_path, problems
@@ -135,6 +136,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     gone = upload(ask, "gone.jsonl", CHAT_ROWS + b"\n" + CHAT_ROWS)["id"]
     ask("DELETE", f"/v1/datasets/{gone}")
     ask("GET", f"/v1/datasets/{dataset}")
+    ask("GET", f"/v1/datasets/{dataset}/rows?limit=2")
+    ask("GET", "/v1/plans/defaults")
     ask("GET", "/v1/datasets?limit=2&workload=runs")
 
     # A run that trains on pool big: the scheduler starts it, the worker reports through its own
@@ -159,6 +162,9 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
                           "rewards": {"exact_match": {"mean": 0.5, "std": 0.25}}, "kl": None,
                           "completionLength": 12.5, "generationSeconds": 0.5, "handoffSeconds": 0.0,
                           "handoffBytes": 0, "rewardSeconds": 0.01, "updateSeconds": 0.2, "stepSeconds": 0.71})
+        reporter.samples(step_sample(step=2, prompts=["q", "q"], completions=["a", None],
+                                     scores={"exact_match": [1.0, None]}, weights={"exact_match": 1.0},
+                                     advantages=[0.7, -0.7], group_size=2))
         reporter.flush_progress()
         reporter.snapshot(step=2, key=join(run_key(run), "step-2"),
                           directory=snapshot_directory(artifacts.scratch(run_key(run)), "step-2", run=run),
@@ -176,6 +182,8 @@ def world(app, client, admin, team, config, tmp_path, monkeypatch):
     ask("GET", f"/v1/runs/{run}/events")
     ask("GET", f"/v1/runs/{run}/metrics")
     ask("GET", f"/v1/runs/{run}/metrics?after=2")
+    ask("GET", f"/v1/runs/{run}/samples?step=2")
+    ask("GET", f"/v1/runs/{run}/samples?limit=1")
 
     imported = ask("POST", "/v1/snapshots/import", status=201,
                    json={"path": str(snapshot_directory(tmp_path, "elsewhere", run="run-elsewhere"))})["id"]

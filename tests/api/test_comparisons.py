@@ -60,7 +60,11 @@ def test_other_refusals(client, admin, dataset, store):
         f"{good} (builtin/tiny-qwen3), {other} (Qwen/Qwen3-8B)")
     resp = compare(client, admin, [good], dataset)
     assert resp.status_code == 400 and resp.json["error"]["message"] == (
-        "comparison field snapshots: Length must be between 2 and 16.")
+        'comparison field snapshots: needs at least 2 snapshots, or 1 with "base": true to compare it with its '
+        'base model')
+    resp = compare(client, admin, [], dataset, base=True)
+    assert resp.status_code == 400 and resp.json["error"]["message"] == (
+        "comparison field snapshots: Length must be between 1 and 16.")
     resp = compare(client, admin, [good, good], dataset)
     assert resp.status_code == 400 and resp.json["error"]["message"] == "comparison field snapshots: names a snapshot twice"
     resp = compare(client, admin, [good, snapshot(store)], "ds-nope")
@@ -112,9 +116,47 @@ def test_status_is_derived_from_the_evaluations():
 
 
 def test_best_is_lowest_loss_and_highest_score_and_skips_missing_values_and_full_ties():
-    rows = [{"snapshot": "a", "metrics": {"loss": 1.0, "exactMatch": 0.0, "judge": 0.2, "reward:x": None}},
-            {"snapshot": "b", "metrics": {"loss": 0.5, "exactMatch": 0.0, "judge": 0.9, "reward:x": 1.0}}]
+    rows = [{"snapshot": "a", "status": "SUCCEEDED",
+             "metrics": {"loss": 1.0, "exactMatch": 0.0, "judge": 0.2, "reward:x": None}},
+            {"snapshot": "b", "status": "SUCCEEDED",
+             "metrics": {"loss": 0.5, "exactMatch": 0.0, "judge": 0.9, "reward:x": 1.0}}]
     assert mark_best(rows) == {"judge": ["b"], "loss": ["b"], "reward:x": ["b"]}  # exactMatch: all tie
+    base = {"snapshot": None, "base": True, "status": "SUCCEEDED", "metrics": {"loss": 0.1}}
+    assert mark_best(rows + [base])["loss"] == ["base"]
+
+
+def test_no_best_is_marked_until_every_row_has_ended():
+    """Issue 30: a running comparison marked a best before its last row finished."""
+    done = {"snapshot": "a", "status": "SUCCEEDED", "metrics": {"loss": 1.0}}
+    for status in ("QUEUED", "STARTING", "RUNNING", None):
+        assert mark_best([done, {"snapshot": "b", "status": status, "metrics": {"loss": None}}]) == {}
+    assert mark_best([done, {"snapshot": "b", "status": "FAILED", "metrics": {"loss": None}}]) == {"loss": ["a"]}
+
+
+def test_the_base_model_is_a_row_of_its_own(client, admin, dataset, store):
+    """Issue 30: base against tuned in one comparison (`base: true`), its row without a snapshot,
+    its evaluation the base model's; best names it `base`, and only once both rows ended."""
+    tuned = snapshot(store, run=run_doc(store), step=8)
+    resp = compare(client, admin, [tuned], dataset, base=True)
+    assert resp.status_code == 201, resp.json
+    cmp = resp.json
+    assert [(r["snapshot"], r["base"], r["restore"], r["status"]) for r in cmp["rows"]] == [
+        (tuned, False, "none", "QUEUED"), (None, True, None, "QUEUED")]
+    evaluations = client.get(f"/v1/evaluations?comparison={cmp['id']}", headers=admin).json["items"]
+    assert sorted((e["snapshot"] or "", e["model"]) for e in evaluations) == [
+        ("", "builtin/tiny-qwen3"), (tuned, "builtin/tiny-qwen3")]
+    by_row = {r["snapshot"] or "base": r["evaluation"] for r in cmp["rows"]}
+    store.update(by_row[tuned], lambda d: {**d, "status": "SUCCEEDED", "metrics": {"loss": 0.4, "exactMatch": 0.9}})
+    store.update(by_row["base"], lambda d: {**d, "status": "RUNNING"})
+    running = client.get(f"/v1/comparisons/{cmp['id']}", headers=admin).json
+    assert running["status"] == "RUNNING" and running["best"] == {}
+    assert [r["best"] for r in running["rows"]] == [[], []]
+    store.update(by_row["base"], lambda d: {**d, "status": "SUCCEEDED", "metrics": {"loss": 2.5, "exactMatch": 0.0}})
+    done = client.get(f"/v1/comparisons/{cmp['id']}", headers=admin).json
+    assert done["best"] == {"exactMatch": [tuned], "loss": [tuned]}
+    store.update(by_row["base"], lambda d: {**d, "status": "FAILED", "detail": "out of memory", "metrics": None})
+    failed = client.get(f"/v1/comparisons/{cmp['id']}", headers=admin).json
+    assert failed["detail"] == f"evaluation {by_row['base']} of the base model failed: out of memory"
 
 
 def test_delete_cancels_the_evaluations_that_have_not_ended(client, admin, dataset, store):

@@ -23,7 +23,8 @@ def test_the_page_and_its_files_load_without_a_token(client):
     for name in FILES:
         resp = client.get(f"/ui/{name}")
         assert resp.status_code == 200, name
-        kind = {"js": "text/javascript", "css": "text/css", "html": "text/html"}[name.rsplit(".", 1)[1]]
+        kind = {"js": "text/javascript", "css": "text/css", "html": "text/html",
+                "LICENSE": "application/octet-stream"}[name.rsplit(".", 1)[-1].rsplit("/", 1)[-1]]
         assert resp.mimetype in (kind, "application/javascript"), (name, resp.mimetype)
 
 
@@ -46,6 +47,11 @@ def test_the_pages_fetch_nothing_from_elsewhere():
     for name in FILES:
         # SVG's namespace is a name, never fetched
         text = (ROOT / name).read_text().replace('"http://www.w3.org/2000/svg"', "")
+        if name.startswith("vendor/"):  # a vendored library's addresses are in its comments (where it came from)
+            code = [line for line in text.splitlines() if not line.strip().startswith(("//", "*"))]
+            assert not re.search(r"https?://", "\n".join(code)), f"{name} names an address elsewhere"
+            assert not re.search(r"\bfetch\(|XMLHttpRequest|\bimport\(", text), f"{name} could fetch something"
+            continue
         assert not re.search(r"https?://", text), f"{name} names an address elsewhere"
         for imported in re.findall(r"""^import\s[^;]*?\sfrom\s+["']([^"']+)["']""", text, re.M):
             assert imported.startswith("."), f"{name} imports {imported}"
@@ -64,3 +70,11 @@ def test_every_file_is_package_data():
 def test_the_api_address_in_a_browser_goes_to_the_dashboard(client):
     answer = client.get("/", headers={"Host": "forged.example"})  # no token needed: it is only a redirect
     assert answer.status_code == 302 and answer.headers["Location"] == "/ui/"  # relative: no Host in it
+
+
+def test_the_vendored_chart_library_ships_with_its_licence():
+    """uPlot (docs/dashboard.md "Charts"): its files as the npm registry ships them, its MIT licence beside them."""
+    vendored = {name for name in FILES if name.startswith("vendor/")}
+    assert vendored == {"vendor/uplot/uPlot.esm.js", "vendor/uplot/uPlot.min.css", "vendor/uplot/LICENSE"}
+    assert (ROOT / "vendor/uplot/LICENSE").read_text().startswith("The MIT License (MIT)")
+    assert "uPlot.js" in (ROOT / "vendor/uplot/uPlot.esm.js").read_text()[:400]

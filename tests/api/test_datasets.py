@@ -1,5 +1,8 @@
+import hashlib
 import io
 import json
+
+import pytest
 
 SAMPLE = b"\n".join(
     json.dumps({"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}).encode()
@@ -32,7 +35,9 @@ def test_faults_name_line_and_field_and_store_nothing(client, admin):
     faults = err["details"]["faults"]
     assert {"line": 1, "field": "messages[1].content", "problem": "must be a string or a list of content parts"} in faults
     assert faults[2]["line"] == 2 and faults[2]["field"] == "(line)"
-    assert faults[3] == {"line": 3, "field": "(row)", "problem": "needs messages, or prompt and completion, or prompt"}
+    assert faults[3] == {"line": 3, "field": "(row)", "problem": (
+        "needs messages (chat), prompt and completion, or prompt; Alpaca rows (instruction, input, output) and "
+        "ShareGPT rows (conversations of {from, value}) are read as chat rows (it has foo)")}
     assert client.get("/v1/datasets", headers=admin).json["items"] == []
 
 
@@ -98,3 +103,55 @@ def test_delete_waits_for_its_readers_then_removes_the_rows(client, admin, team,
     assert client.delete(f"/v1/datasets/{twin['id']}", headers=admin).status_code == 404
     # the cancelled run still names what it trained on
     assert client.get(f"/v1/runs/{run['id']}", headers=admin).json["plan"]["dataset"] == ds["id"]
+
+
+def test_first_rows_preview_the_stored_rows_within_bounds(client, admin, team):
+    """Issue 30: GET /v1/datasets/ID/rows, the dashboard's preview of a dataset."""
+    doc = upload(client, admin, SAMPLE).json
+    rows = client.get(f"/v1/datasets/{doc['id']}/rows?limit=2", headers=admin)
+    assert rows.status_code == 200, rows.json
+    assert rows.json == {"dataset": doc["id"], "rows": [json.loads(line) for line in SAMPLE.splitlines()[:2]],
+                         "totalRows": 5}
+    assert len(client.get(f"/v1/datasets/{doc['id']}/rows", headers=admin).json["rows"]) == 5  # default 5
+    for bad in ("0", "21", "two", "1.5"):
+        resp = client.get(f"/v1/datasets/{doc['id']}/rows?limit={bad}", headers=admin)
+        assert resp.status_code == 400, bad
+        assert resp.json["error"]["message"] == "limit must be a whole number from 1 to 20"
+        assert resp.json["error"]["details"]["field"] == "limit"
+    # another workload's dataset is as unknown as one that never was
+    hidden = client.get(f"/v1/datasets/{doc['id']}/rows", headers=team)
+    assert hidden.status_code == 404 and hidden.json["error"]["message"] == f"dataset {doc['id']} does not exist"
+    client.delete(f"/v1/datasets/{doc['id']}", headers=admin)
+    assert client.get(f"/v1/datasets/{doc['id']}/rows", headers=admin).status_code == 404
+
+
+ALPACA = (b'{"instruction": "Reverse the word", "input": "stone", "output": "enots"}\n'
+          b'{"instruction": "Add: 2 + 3", "output": "5", "system": "Be brief.", "answer": "5"}\n')
+SHAREGPT = (b'{"conversations": [{"from": "human", "value": "Add: 2 + 3"}, {"from": "gpt", "value": "5"}]}\n'
+            b'{"system": "Be brief.", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"},'
+            b' {"from": "human", "value": "Reverse: ab"}, {"from": "gpt", "value": "ba"}]}\n')
+
+
+@pytest.mark.parametrize("data, source", [(ALPACA, "alpaca"), (SHAREGPT, "sharegpt")])
+def test_alpaca_and_sharegpt_rows_are_accepted_as_chat_rows(client, admin, data, source):
+    """Issue 30: the two formats most hub files use are read as chat rows; the file is kept as uploaded."""
+    resp = upload(client, admin, data)
+    assert resp.status_code == 201, resp.json
+    doc = resp.json
+    assert doc["format"] == "chat" and doc["convertedFrom"] == source and doc["rows"] == 2
+    assert doc["digest"] == hashlib.sha256(data).hexdigest()
+
+
+def test_alpaca_and_sharegpt_faults_name_the_fields_as_the_file_spells_them(client, admin):
+    bad = (b'{"instruction": "", "output": 3}\n'
+           b'{"conversations": [{"from": "human", "value": "Hi"}, {"from": "bot", "value": 1}]}\n'
+           b'{"conversations": [{"from": "human", "value": "Hi"}]}\n')
+    faults = upload(client, admin, bad).json["error"]["details"]["faults"]
+    assert faults == [
+        {"line": 1, "field": "instruction", "problem": "must be a non-empty string (an Alpaca row's instruction)"},
+        {"line": 1, "field": "output", "problem": "must be a string"},
+        {"line": 2, "field": "conversations[1].from",
+         "problem": "must be one of human, user, gpt, assistant, system, tool, observation"},
+        {"line": 2, "field": "conversations[1].value", "problem": "must be a string"},
+        {"line": 3, "field": "conversations", "problem": "must end with a gpt (assistant) turn to train on"},
+    ]

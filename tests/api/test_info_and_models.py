@@ -109,3 +109,24 @@ def test_every_route_is_in_the_openapi_document(app, client):
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
+
+
+def test_plan_defaults_are_what_a_plan_left_out_gets(client, admin):
+    """Issue 30: GET /v1/plans/defaults, which the dashboard's plan panel marks defaults by."""
+    defaults = client.get("/v1/plans/defaults", headers=admin).json["defaults"]
+    assert defaults["hyperparameters.learningRate"] == 0.002 and defaults["adapter.rank"] == 8
+    assert defaults["precision"] == "fp32" and defaults["grpo.numGenerations"] == 4
+    assert "model" not in defaults and "dataset" not in defaults
+    assert client.get("/v1/plans/defaults").status_code == 401
+
+
+def test_the_docs_show_the_methods_info_answers(client, admin):
+    """Issue 30: docs/api.md showed `methods: ["sft"]`; it shows what GET /v1/info answers."""
+    import json
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| GET | `/v1/info` |"))
+    shown = json.loads(re.search(r"methods: (\[[^\]]*\])", row).group(1))
+    assert shown == client.get("/v1/info", headers=admin).json["methods"]

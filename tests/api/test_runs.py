@@ -141,3 +141,15 @@ def test_list_pages_and_filters(client, admin, team, dataset):
 def test_team_token_cannot_use_another_workloads_dataset(client, team, dataset):
     resp = client.post("/v1/runs", headers=team, json=plan(dataset))
     assert resp.status_code == 404 and resp.json["error"]["message"] == f"dataset {dataset} does not exist"
+
+
+def test_tensorboard_files_before_the_first_step_are_a_409_and_an_unknown_run_a_404(client, admin, team, dataset):
+    """The run is there and its files are not yet (issue 30: the fuzzer's stateful phase holds a
+    404 on a resource it just created to be a bug); another workload's run stays unknown."""
+    run = client.post("/v1/runs", headers=admin, json={"model": "builtin/tiny-qwen3", "dataset": dataset}).json["id"]
+    early = client.get(f"/v1/runs/{run}/tensorboard", headers=admin)
+    assert early.status_code == 409 and early.json["error"]["code"] == "conflict"
+    assert early.json["error"]["message"] == (f"run {run} has no TensorBoard event files yet: "
+                                              "they are written from its first step")
+    assert client.get(f"/v1/runs/{run}/tensorboard", headers=team).status_code == 404
+    assert client.get("/v1/runs/run-nothing/tensorboard", headers=admin).status_code == 404

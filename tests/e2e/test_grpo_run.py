@@ -71,6 +71,17 @@ def test_a_grpo_run_with_a_judge_trains_and_keeps_the_judge_alive(stack, tmp_pat
         assert 0.0 <= point["equalRewardGroupShare"] <= 1.0  # through the API's metrics schema
     assert points[0]["kl"] == pytest.approx(0.0, abs=1e-7)
     assert all(p["handoffBytes"] > 0 for p in points[1:])
+    # each step's rollout sample, through the worker's reporter: both rewards' scores, their weighted
+    # total and the advantage, averaging to the step's logged reward
+    samples = stack.get(f"/v1/runs/{run['id']}/samples?limit=50").json()
+    assert [s["step"] for s in samples["items"]] == list(range(10, 0, -1)) and samples["nextCursor"] is None
+    for sample, point in zip(reversed(samples["items"]), points):
+        completions = [c for g in sample["groups"] for c in g["completions"]]
+        assert sample["groupsInStep"] == 2 and len(completions) == 16
+        for c in completions:
+            assert set(c["scores"]) == {"exact_match", key}
+            assert c["reward"] == pytest.approx(c["scores"]["exact_match"] + 0.5 * c["scores"][key])
+        assert sum(c["reward"] for c in completions) / 16 == pytest.approx(point["reward"], abs=1e-5)
     events = [e["message"] for e in stack.get(f"/v1/runs/{run['id']}/events").json()["items"]]
     assert any("KL reference base model" in m for m in events)
     snapshots = done["snapshots"]

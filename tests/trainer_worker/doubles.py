@@ -43,6 +43,7 @@ class RecordingReporter:
     events: list[tuple[str, str]] = field(default_factory=list)
     snapshots: list[dict] = field(default_factory=list)
     memory_reports: list[dict] = field(default_factory=list)
+    samples_sent: list[dict] = field(default_factory=list)  # grpo: each step's rollout sample
 
     def started(self, *, total_steps: int) -> None:
         self.total_steps = total_steps
@@ -52,6 +53,9 @@ class RecordingReporter:
 
     def event(self, message: str, level: str = "info") -> None:
         self.events.append((level, message))
+
+    def samples(self, sample: dict) -> None:
+        self.samples_sent.append(sample)
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
         assert (directory / "snapshot.json").is_file()  # complete when announced

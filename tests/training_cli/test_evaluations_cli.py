@@ -175,6 +175,22 @@ def test_comparisons_create_get_and_the_refusal_sentence(training, dataset, api)
             "comparison does not load") in result.output
 
 
+def test_a_comparison_with_the_base_model_and_no_best_before_every_row_ended(training, dataset, api):
+    """Issue 30: `--base` makes the base model a row; the table marks no best while a row runs."""
+    context = api["context"]
+    tuned = snapshot(context, step=8)
+    created = json.loads(training("comparisons", "create", tuned, "--base", "--dataset", dataset, "-o", "json").output)
+    assert [(r["snapshot"], r["base"]) for r in created["rows"]] == [(tuned, False), (None, True)]
+    finish_as_worker(context, created["rows"][0]["evaluation"], {"loss": 0.5, "perplexity": 1.65}, [])
+    context.store.update(created["rows"][1]["evaluation"], lambda d: {**d, "status": "RUNNING"})
+    running = training("comparisons", "get", created["id"]).output
+    assert "base model" in running and "0.5 *" not in running
+    assert "the best is marked once every row has ended" in running
+    finish_as_worker(context, created["rows"][1]["evaluation"], {"loss": 2.0, "perplexity": 7.39}, [])
+    done = training("comparisons", "get", created["id"]).output
+    assert "0.5 *" in done and "2 *" not in done and "* best of the comparison" in done
+
+
 def test_comparisons_delete_cancels_its_evaluations(training, dataset, api):
     context = api["context"]
     parent, branch = snapshot(context, step=4), snapshot(context, step=40)

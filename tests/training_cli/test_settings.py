@@ -55,3 +55,21 @@ def test_the_flag_reaches_the_api(training, api):
 def test_cli_yaml_is_private(home):
     path = write_cli_config("http://x:1", "t")
     assert path.stat().st_mode & 0o077 == 0
+
+
+def test_the_readme_openai_snippet_signs_in_with_the_cli_settings(home, monkeypatch):
+    """Issue 30: the README's OpenAI snippet used an undefined TRAINING_TOKEN; it reads the CLI's
+    settings. Its lines up to the request run here as written (the request itself needs an endpoint)."""
+    import re
+    from pathlib import Path
+
+    monkeypatch.delenv("TRAINING_TOKEN", raising=False)
+    monkeypatch.delenv("TRAINING_API_URL", raising=False)
+    write_cli_config("http://127.0.0.1:8600", "readme-token-1234")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    snippet = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, flags=re.S).group(1)
+    setup = snippet.split("client.chat.completions.create")[0]
+    scope: dict = {}
+    exec(compile(setup, "README.md", "exec"), scope)
+    client = scope["client"]
+    assert str(client.base_url) == "http://127.0.0.1:8600/v1/" and client.api_key == "readme-token-1234"

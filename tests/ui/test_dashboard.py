@@ -10,7 +10,10 @@ import re
 import pytest
 import requests
 
+from shared.models.tiny_models import ensure_builtin
+from shared.store.artifacts import ArtifactRoot
 from tests.e2e.test_run_through_services import SAMPLE, upload_sample, wait_terminal
+from tests.trainer_worker.grpo_doubles import PROMPT, toy_answer, write_toy_dataset
 from tests.ui.conftest import shoot
 
 pytestmark = pytest.mark.e2e
@@ -100,15 +103,16 @@ def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(
     validation = [p for p in points if p.get("validationLoss") is not None]
     assert len(losses) == 12 and [p["step"] for p in validation] == [6, 12]
     open_ui(page, stack, f"#/runs/{run}")
-    loss = page.locator("[data-chart='loss'] polyline[data-series='loss']")
+    loss = page.locator("[data-chart='loss'] li[data-series='loss']")
     expect(loss).to_have_attribute("data-points", str(len(losses)))
-    expect(page.locator("[data-chart='loss'] polyline[data-series='validation']")).to_have_attribute("data-points", "2")
+    expect(page.locator("[data-chart='loss'] li[data-series='validation']")).to_have_attribute("data-points", "2")
     for title, series in (("learning rate", "learning rate"), ("grad norm", "grad norm"), ("tokens/s", "tokens/s")):
-        expect(page.locator(f"[data-chart='{title}'] polyline[data-series='{series}']")).to_have_attribute(
+        expect(page.locator(f"[data-chart='{title}'] li[data-series='{series}']")).to_have_attribute(
             "data-points", str(sum(1 for p in points if p.get(_camel(series)) is not None)))
-    # each point of the loss line is the run's: the hover titles carry step and value
-    titles = page.locator("[data-chart='loss'] circle title").all_text_contents()
-    assert titles[0] == f"loss at step 1: {_num(losses[0]['loss'])}", titles[:2]
+    # each point of the loss line is the run's: the legend shows the value at the step under the pointer
+    for point in (losses[0], losses[6]):
+        assert hover(page, "loss", point["step"]) == {"step": str(point["step"]), "loss": _num(point["loss"]),
+                                                      "validation": "–" if point["step"] != 12 else _num(point["validationLoss"])}
     expect(page.locator("#events li").filter(has_text="training started: 12 steps")).to_have_count(1)
     expect(page.locator("#snapshots tr[data-snapshot]")).to_have_count(2)
     expect(page.locator("#run-status")).to_have_text("SUCCEEDED")
@@ -121,6 +125,16 @@ def test_the_run_page_charts_the_runs_points_and_lists_its_events_and_snapshots(
     expect(page.locator("#process-log")).to_contain_text("INFO training started: 12 steps")
     expect(page.locator("#process-log")).to_contain_text("takes the run (attempt 0)")
     shoot(page, "run")
+
+
+def hover(page, chart: str, step: int) -> dict[str, str]:
+    """The chart's legend with the pointer over `step`: each series' name and the value it shows."""
+    return page.evaluate("""([chart, step]) => {
+      const figure = document.querySelector(`[data-chart='${chart}']`), u = figure.plot;
+      u.setCursor({ left: u.valToPos(step, "x"), top: 5 });
+      return Object.fromEntries([...figure.querySelectorAll(".u-legend .u-series")].map(
+        (row) => [row.querySelector(".u-label").textContent, row.querySelector(".u-value").textContent]));
+    }""", [chart, step])
 
 
 def _camel(label: str) -> str:
@@ -137,10 +151,10 @@ def test_a_live_run_follows_and_pauses_resumes_and_cancels_from_its_buttons(page
                                        "hyperparameters": {"maxSteps": 5000}}).json()["id"]
     open_ui(page, stack, f"#/runs/{run}")
     expect(page.locator("#run-status")).to_have_text("RUNNING", timeout=60_000)
-    loss = page.locator("[data-chart='loss'] polyline[data-series='loss']")
+    loss = page.locator("[data-chart='loss'] li[data-series='loss']")
     expect(loss).to_have_attribute("data-points", re.compile(r"^[1-9]"), timeout=60_000)
     first = int(loss.get_attribute("data-points"))
-    page.wait_for_function("n => Number(document.querySelector(\"[data-chart='loss'] polyline\")"
+    page.wait_for_function("n => Number(document.querySelector(\"[data-chart='loss'] li[data-series='loss']\")"
                            ".dataset.points) > n", arg=first, timeout=30_000)  # points arrive while it trains
 
     page.click("#pause")
@@ -181,6 +195,57 @@ def test_a_branch_started_from_the_run_page_shows_in_the_lineage(page, stack, wo
     shoot(page, "lineage")
 
 
+def test_a_chart_smooths_zooms_takes_a_log_scale_overlays_a_branch_and_downloads(page, stack, world, tmp_path):
+    run, branch = world["run"], world["branch"]
+    losses = [p for p in stack.get(f"/v1/runs/{run['id']}/metrics").json()["items"] if p.get("loss") is not None]
+    branch_losses = [p for p in stack.get(f"/v1/runs/{branch['id']}/metrics").json()["items"] if p.get("loss") is not None]
+    open_ui(page, stack, f"#/runs/{run['id']}")
+    figure = page.locator("[data-chart='loss']")
+    expect(figure.locator("li[data-series='loss']")).to_have_attribute("data-points", str(len(losses)))
+
+    page.check(f"#overlay [data-overlay='{branch['id']}'] input")
+    overlaid = f"{branch['id']} · loss"
+    expect(figure.locator(f"li[data-series='{overlaid}']")).to_have_attribute("data-points", str(len(branch_losses)))
+    first = branch_losses[0]
+    assert hover(page, "loss", first["step"])[overlaid] == _num(first["loss"])
+
+    figure.locator("select.smoothing").select_option("0.6")
+    smoothed, last = [], 0.0
+    for i, p in enumerate(losses, 1):  # the debiased moving average (TensorBoard's)
+        last = last * 0.6 + 0.4 * p["loss"]
+        smoothed.append(last / (1 - 0.6 ** i))
+    shown = hover(page, "loss", 5)
+    assert shown["loss"] == _num(smoothed[4]) and shown["loss (raw)"] == _num(losses[4]["loss"]), shown
+
+    with page.expect_download() as got:
+        figure.locator("button.csv").click()
+    got.value.save_as(tmp_path / "loss.csv")
+    lines = (tmp_path / "loss.csv").read_text().splitlines()
+    steps = sorted({p["step"] for p in losses} | {p["step"] for p in branch_losses})
+    assert lines[0].startswith('step,"loss","validation",') and len(lines) == 1 + len(steps)
+    assert lines[5].split(",")[0] == str(steps[4]) and float(lines[5].split(",")[1]) == pytest.approx(smoothed[4])
+    with page.expect_download() as got:
+        figure.locator("button.png").click()
+    assert got.value.suggested_filename == "loss.png"
+    got.value.save_as(tmp_path / "loss.png")
+    assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    figure.locator("input.log-scale").check()
+    assert page.evaluate("document.querySelector(\"[data-chart='loss']\").plot.scales.y.distr") == 3
+    # zoom as a user does: drag across steps 3 to 8 over the plot
+    box = figure.locator(".u-over").bounding_box()
+    x3, x8 = page.evaluate("""() => { const u = document.querySelector("[data-chart='loss']").plot;
+      return [u.valToPos(3, "x"), u.valToPos(8, "x")]; }""")
+    page.mouse.move(box["x"] + x3, box["y"] + 20)
+    page.mouse.down()
+    page.mouse.move(box["x"] + x8, box["y"] + 30, steps=5)
+    page.mouse.up()
+    zoomed = page.evaluate("(() => { const u = document.querySelector(\"[data-chart='loss']\").plot; "
+                           "return [u.scales.x.min, u.scales.x.max]; })()")
+    assert zoomed == pytest.approx([3, 8], abs=0.2)
+    shoot(page, "run-charts")
+
+
 def test_snapshots_ticked_in_the_lineage_start_a_comparison_with_the_best_marked(page, stack, world):
     run, branch = world["run"], world["branch"]
     picked = [run["latestSnapshot"], branch["latestSnapshot"]]
@@ -188,23 +253,88 @@ def test_snapshots_ticked_in_the_lineage_start_a_comparison_with_the_best_marked
     for snapshot in picked:
         page.check(f"li.snapshot-node[data-snapshot='{snapshot}'] > label input.pick")
     page.select_option("#compare-form select[name=dataset]", world["small"])
+    page.check("#compare-base")  # issue 30: the base model as a column of its own
     page.click("#compare")
     page.wait_for_url(re.compile(r"#/comparisons/cmp-"))
     comparison = page.url.rsplit("/", 1)[1]
-    for snapshot in picked:
+    for snapshot in [*picked, "base"]:
         expect(page.locator(f"#comparison-table th[data-snapshot='{snapshot}']")).to_have_count(1)
+    expect(page.locator("#comparison-table th[data-snapshot='base']")).to_contain_text("base model")
     expect(page.locator("#comparison-status")).to_have_text("SUCCEEDED", timeout=180_000)
     doc = stack.get(f"/v1/comparisons/{comparison}").json()
     best_loss = doc["best"]["loss"]
     assert len(best_loss) == 1, doc
     columns = [th.get_attribute("data-snapshot") for th in page.locator("#comparison-table th[data-snapshot]").all()]
-    assert columns == [row["snapshot"] for row in doc["rows"]] and set(columns) == set(picked)
+    assert columns == [row["snapshot"] or "base" for row in doc["rows"]] and set(columns) == {*picked, "base"}
     column = columns.index(best_loss[0]) + 2  # the metric's name, then one column per snapshot
     expect(page.locator(f"tr[data-metric='loss'] > :nth-child({column})")).to_have_attribute("data-best", "true")
     expect(page.locator("tr[data-metric='loss'] td[data-best]")).to_have_count(1)
     shoot(page, "comparison")
+
+    # each evaluation's page shows its rows as the API stored them
+    evaluation = doc["rows"][0]["evaluation"]
+    page.click(f"a[href='#/evaluations/{evaluation}']")
+    expect(page.locator("#evaluation-status")).to_have_text("SUCCEEDED")
+    stored = [json.loads(line) for line in stack.get(f"/v1/evaluations/{evaluation}/rows").text.splitlines() if line]
+    expect(page.locator("#rows-table tr[data-row]")).to_have_count(len(stored))
+    first = page.locator(f"#rows-table tr[data-row='{stored[0]['row']}']")
+    expect(first.locator("td[data-column='loss']")).to_have_text(_num(stored[0]["loss"]))
+    expect(first.locator("td[data-column='completion']")).to_have_text(stored[0]["completion"])
+    expect(page.locator("#rows-caption")).to_have_text(f"{len(stored)} of {len(stored)} row(s)")
+    loss = doc["rows"][0]["metrics"]["loss"]
+    expect(page.locator("#evaluation-summary .field").filter(has_text="loss")).to_contain_text(_num(loss))
+    shoot(page, "evaluation")
+
     page.goto(f"{stack.api_url}/ui/#/comparisons")
     expect(page.locator(f"tr[data-comparison='{comparison}']")).to_contain_text("SUCCEEDED")
+
+
+def test_a_grpo_runs_page_shows_its_rollout_samples_and_each_reward_on_its_own_chart(page, stack, tmp_path):
+    """A real grpo run (exact match and a length reward of another scale): the total and each reward
+    are charted apart, charts without points (KL with no penalty, validation) are hidden, and the
+    samples table shows the step's completions with the scores the API stored."""
+    answer, _ = toy_answer(ensure_builtin("tiny-qwen3", ArtifactRoot(tmp_path / "artifacts")))
+    toy = write_toy_dataset(tmp_path / "toy.jsonl", answer)
+    dataset = stack.post("/v1/datasets", files={"file": ("toy.jsonl", toy.read_bytes())}).json()["id"]
+    run = stack.post("/v1/runs", json={
+        "method": "grpo", "model": "builtin/tiny-qwen3", "dataset": dataset,
+        "hyperparameters": {"maxSteps": 3, "batchSize": 8, "learningRate": 0.005},
+        "grpo": {"numGenerations": 4, "maxCompletionLength": 2,
+                 "rewards": [{"function": "exact_match", "weight": 1.0}, {"function": "length", "target": 40,
+                                                                          "weight": 0.5}]}}).json()
+    assert run.get("id"), run
+    done = wait_terminal(stack, run["id"])
+    assert done["status"] == "SUCCEEDED", done
+    open_ui(page, stack, f"#/runs/{run['id']}")
+    total = page.locator("[data-chart='reward (weighted total)'] li[data-series]")
+    expect(total).to_have_count(1)
+    expect(total).to_have_attribute("data-series", "weighted total")
+    expect(total).to_have_attribute("data-points", "3")
+    for key in ("exact_match", "length"):
+        expect(page.locator(f"[data-chart='reward: {key}'] li[data-series]")).to_have_attribute("data-points", "3")
+    for empty in ("KL", "validation loss"):
+        expect(page.locator(f"[data-chart='{empty}']")).to_be_hidden()
+    expect(page.locator("#charts-empty")).to_be_hidden()
+
+    latest = stack.get(f"/v1/runs/{run['id']}/samples?step=3").json()["items"][0]
+    expect(page.locator("#sample-step")).to_have_value("3")
+    rows = page.locator("#samples-table tr[data-completion]")
+    expect(rows).to_have_count(sum(len(g["completions"]) for g in latest["groups"]))
+    first = latest["groups"][0]["completions"][0]
+    cells = page.locator("#samples-table tr[data-group='1'][data-completion='1']")
+    expect(cells.locator("td.sample-completion")).to_have_text(first["text"])
+    expect(cells.locator("td[data-score='length']")).to_have_text(_num(first["scores"]["length"]))
+    expect(cells.locator("td[data-reward]")).to_have_text(_num(first["reward"]))
+    expect(cells.locator("td[data-advantage]")).to_have_text(_num(first["advantage"]) if first["advantage"] else "0")
+    expect(page.locator("#samples-table td.sample-prompt").first).to_have_text(PROMPT)
+    page.locator("#samples-section").scroll_into_view_if_needed()
+    shoot(page, "run-grpo")
+    page.click("#sample-prev")
+    expect(page.locator("#samples-caption")).to_contain_text("step 2:")
+    page.fill("#sample-step", "9")
+    page.dispatch_event("#sample-step", "change")
+    expect(page.locator("#samples .error")).to_have_text(
+        f"run {run['id']} has no rollout sample of step 9: it keeps the last 200 steps, now steps 1 to 3")
 
 
 def test_the_pools_page_shows_devices_their_holders_and_the_queue(page, stack, world):

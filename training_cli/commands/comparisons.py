@@ -26,15 +26,18 @@ def group() -> None:
 @click.option("--pool", help="Pool its evaluations queue in.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Most tokens of each greedy completion.")
 @click.option("--workload", help="The quota group of its evaluations (default: evaluations).")
+@click.option("--base", is_flag=True, default=None,
+              help="Also score the base model without an adapter, as a row of its own (then one SNAPSHOT will do).")
 @output_option
 @pass_cli
 def create(cli: CliContext, snapshots: tuple[str, ...], body_file: TextIO | None, fmt: str,
-           dataset: str | None, pool: str | None, max_tokens: int | None, workload: str | None) -> None:
-    """Compare snapshots on one dataset (SNAPSHOT arguments, or `snapshots` in -f FILE)."""
+           dataset: str | None, pool: str | None, max_tokens: int | None, workload: str | None,
+           base: bool | None) -> None:
+    """Compare snapshots on one dataset (SNAPSHOT arguments, or `snapshots` in -f FILE), and the base model with --base."""
     body = read_body(body_file, "comparison")
     if snapshots:
         body["snapshots"] = list(snapshots)
-    flags = {"dataset": dataset, "pool": pool, "maxTokens": max_tokens, "workload": workload}
+    flags = {"dataset": dataset, "pool": pool, "maxTokens": max_tokens, "workload": workload, "base": base}
     body.update({k: v for k, v in flags.items() if v is not None})
     comparison = cli.client.post("/v1/comparisons", body)
     emit(comparison, fmt, tables.comparison)

@@ -10,13 +10,14 @@ import yaml
 
 from shared import reasons
 from shared.plans.flags import FlagSpec, flag_spec
+from shared.store.rollout_samples import SAMPLE_PAGE_MAX
+from training_cli import samples_text, tables
 from training_cli import short_ids as ids
-from training_cli import tables
 from training_cli.archive import download_tensorboard
 from training_cli.commands.common import list_options, list_params, say_or_emit
 from training_cli.context import CliContext, pass_cli
 from training_cli.errors import CliError
-from training_cli.output import TABLES, emit, emit_list, output_option
+from training_cli.output import TABLES, dump, emit, emit_list, output_option
 from training_cli.watch import follow_logs, watch_run
 
 # flag -> where it goes in the plan (SPEC 2.3); flags override what -f FILE says. What each flag
@@ -218,6 +219,27 @@ def metrics(cli: CliContext, run_id: str, last: int | None, fmt: str) -> None:
         click.echo(f"run {run_id} has logged no metrics yet")
         return
     emit(points, fmt, tables.metrics)
+
+
+@group.command("samples")
+@click.argument("run_id", metavar="ID")
+@click.option("--step", type=click.IntRange(min=1), metavar="N", help="Only step N (404 if the run keeps none).")
+@click.option("--last", type=click.IntRange(1, SAMPLE_PAGE_MAX), default=1, show_default=True, metavar="N",
+              help="Without --step: the latest N steps kept.")
+@output_option
+@pass_cli
+def samples(cli: CliContext, run_id: str, step: int | None, last: int, fmt: str) -> None:
+    """A grpo run's rollout samples: per step the first prompt groups with their completions, each
+    one's weighted reward, advantage and each reward's score (texts shortened to one line; -o json
+    / -o yaml print them as stored, each cut at 1,000 characters). A run keeps its last 200 steps."""
+    params = {"step": step} if step is not None else {"limit": last}
+    items = cli.client.get(f"/v1/runs/{run_id}/samples", params)["items"]
+    if fmt != "table":
+        dump(items, fmt)
+    elif not items:
+        click.echo(reasons.samples_none_yet(run_id))
+    else:
+        click.echo(samples_text.render(items))
 
 
 @group.command("download-logs")

@@ -1,4 +1,4 @@
-"""GET /ui: the dashboard, static files shipped in the package (services/api/dashboard/).
+"""GET /ui: the dashboard (and `/` redirects there), static files shipped in the package (services/api/dashboard/).
 
 The files hold no data, so they load without a token; the pages ask the user for one, keep it in
 the browser's session storage and call the REST API with it like any other client, so a token's
@@ -21,7 +21,7 @@ POLICY = ("default-src 'self'; script-src 'self'; connect-src 'self'; img-src 's
 
 
 def is_dashboard_path(path: str) -> bool:
-    return path == PREFIX or path.startswith(PREFIX + "/")
+    return path in ("/", PREFIX) or path.startswith(PREFIX + "/")
 
 
 def _sent(name: str):

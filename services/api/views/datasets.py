@@ -1,4 +1,5 @@
-"""POST /v1/datasets (multipart `file`, and `images` files its rows name), GET /v1/datasets, GET /v1/datasets/ID, DELETE /v1/datasets/ID."""
+"""POST /v1/datasets (multipart `file`, and `images` files its rows name), GET /v1/datasets, GET /v1/datasets/ID,
+GET /v1/datasets/ID/rows (its first rows, the dashboard's preview), DELETE /v1/datasets/ID."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from marshmallow import ValidationError
 from services.api.auth import principal, require_workload
 from services.api.context import ctx
 from services.api.dataset_files import read_image_files
-from services.api.datasets import create_dataset, delete_dataset, visible_dataset
+from services.api.datasets import create_dataset, delete_dataset, first_rows, visible_dataset
 from services.api.paging import both, id_prefix_filter, label_filter, page, page_args, visible_cursor, visible_filter
-from services.api.schemas import DatasetSchema, page_schema, serialise
+from services.api.schemas import DatasetRowsSchema, DatasetSchema, page_schema, serialise
 from shared import reasons
 from shared.errors import ValidationFailed
 from shared.schemas import labels
@@ -59,6 +60,12 @@ def list_datasets():
 @bp.get("/v1/datasets/<dataset_id>")
 def get_dataset(dataset_id: str):
     return serialise(DatasetSchema, visible_dataset(ctx(), dataset_id, principal(), field="id"))
+
+
+@bp.get("/v1/datasets/<dataset_id>/rows")
+def dataset_rows(dataset_id: str):
+    doc = visible_dataset(ctx(), dataset_id, principal(), field="id")
+    return serialise(DatasetRowsSchema, first_rows(ctx(), doc, limit=request.args.get("limit")))
 
 
 @bp.delete("/v1/datasets/<dataset_id>")

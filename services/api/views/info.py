@@ -1,14 +1,15 @@
-"""GET /v1/health (no token), GET /v1/info."""
+"""GET /v1/health (no token), GET /v1/info, GET /v1/plans/defaults."""
 
 from __future__ import annotations
 
 from flask import Blueprint
 
 from services.api.context import ctx
-from services.api.schemas import HealthSchema, InfoSchema, serialise
+from services.api.schemas import HealthSchema, InfoSchema, PlanDefaultsSchema, serialise
 from shared.claims.nodes import node_liveness
 from shared.config.version import VERSION
 from shared.planning.engines import methods
+from shared.plans.defaults import plan_defaults
 
 bp = Blueprint("info", __name__)
 
@@ -50,3 +51,9 @@ def info():
         "methods": methods(),
         "catalogSize": len(context.config.catalog),
     })
+
+
+@bp.get("/v1/plans/defaults")
+def defaults_of_plans():
+    """What each plan field is when a request leaves it out (the dashboard's plan panel marks them)."""
+    return serialise(PlanDefaultsSchema, {"defaults": plan_defaults()})

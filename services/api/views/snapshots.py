@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from flask import Blueprint, request, send_file
 from werkzeug.routing import BaseConverter
 
-from services.api.archives import tar_gz
+from services.api.archives import ADAPTER_CONFIG, portable_adapter_config, tar_gz
 from services.api.auth import principal, require_workload, visible
 from services.api.branches import require_intact, with_readable
 from services.api.context import ctx
@@ -124,6 +124,13 @@ def download_adapter(snapshot_id: str):
     if not keys:
         raise NotFound(reasons.snapshot_adapter_files_missing(snapshot_id), details={"id": snapshot_id})
     require_intact(ctx(), doc, "weights", field="id")  # never a tar of a truncated or altered adapter
-    buffer = tar_gz(artifacts, [(key, PurePosixPath(key).name) for key in keys])
+    replaced = {}
+    for key in keys:  # base_model_name_or_path: the catalog id, not the worker's local directory
+        if PurePosixPath(key).name == ADAPTER_CONFIG:
+            with artifacts.open(key) as f:
+                portable = portable_adapter_config(f.read(), doc.get("model"))
+            if portable is not None:
+                replaced[ADAPTER_CONFIG] = portable
+    buffer = tar_gz(artifacts, [(key, PurePosixPath(key).name) for key in keys], replaced)
     return send_file(buffer, mimetype="application/gzip", as_attachment=True,
                      download_name=f"{snapshot_id}-adapter.tar.gz")

@@ -43,6 +43,9 @@ class Reporter(Protocol):
     def event(self, message: str, level: str = "info") -> None:
         """One line of the run's event log; level is info, warn or error."""
 
+    def samples(self, sample: dict) -> None:
+        """grpo: a bounded sample of one step's rollouts (shared/rollout_samples.step_sample)."""
+
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
         """A complete layout-2 snapshot is published at `key` of the artifact store (`directory`: a
         local copy of it)."""

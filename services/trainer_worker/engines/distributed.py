@@ -9,7 +9,7 @@ HF Trainer turns into DDP: gloo on CPU slots, NCCL on CUDA. The global batch sta
 
 Only rank 0 talks to the outside, over one local connection to this process:
 
-    rank 0 ──("call", started|metrics|event|snapshot|memory, kwargs)──► parent ──► the real Reporter
+    rank 0 ──("call", started|metrics|event|samples|snapshot|memory, kwargs)──► parent ──► the real Reporter
     rank 0 ──("stop?",) at each step end──► parent ──► reporter.stop_request()
     rank 0 ◄──("stop", None|"cancel"|"pause")── parent
     rank 0 ──("result", TrainingResult fields)─────────────────► parent
@@ -239,6 +239,9 @@ class _RelayReporter:
     def event(self, message: str, level: str = "info") -> None:
         self.conn.send(("call", "event", {"message": message, "level": level}))
 
+    def samples(self, sample: dict) -> None:
+        self.conn.send(("call", "samples", {"sample": sample}))
+
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:
         self.conn.send(("call", "snapshot", {"step": step, "key": key, "directory": directory, "manifest": manifest,
                                              "final": final}))
@@ -265,6 +268,9 @@ class _SilentReporter:
         pass
 
     def event(self, message: str, level: str = "info") -> None:
+        pass
+
+    def samples(self, sample: dict) -> None:
         pass
 
     def snapshot(self, *, step: int, key: str, directory: Path, manifest: dict, final: bool) -> None:

@@ -20,6 +20,10 @@ What is GRPO's own:
   length, loss, learning rate, the share of groups whose completions all got the same reward
   (`equalRewardGroupShare`; a warn event when it is every group: the step learned nothing), and
   the step's time split into generation, hand-off, scoring and update, with the bytes handed over.
+- **Rollout samples per step** (shared/store/rollout_samples.py): the first few prompt groups of the step
+  with their completions, each reward's score, the weighted total and the advantage, read from what
+  TRL logged for the step (`trainer._logs`, gathered from every rank, so rank 0's sample speaks for
+  a multi-device run) and sent through `Reporter.samples`.
 
 `hyperparameters.batchSize` counts completions per optimizer step (`batchSize / numGenerations`
 prompts, each sampled `numGenerations` times), as TRL counts it.
@@ -60,6 +64,7 @@ from shared.models.prompts import prompt_token_ids
 from shared.rewards.functions import check_rewards
 from shared.rewards.process import RewardScorer
 from shared.serving.generation import MAX_N
+from shared.store.rollout_samples import step_sample
 
 REFERENCE_FILE = "grpo_reference.json"  # in the training state: what the KL reference is
 REFERENCE_WEIGHTS = "grpo_reference_adapter.safetensors"
@@ -147,14 +152,17 @@ class GrpoReporterCallback(ReporterCallback):
     """kit.ReporterCallback with GRPO's metric points and the KL reference kept in checkpoints."""
 
     def __init__(self, job: TrainingJob, reporter: Reporter, *, clock: StepClock, reward_keys: list[str],
-                 beta: float, groups_per_step: int = 0):
+                 beta: float, groups_per_step: int = 0, reward_weights: list[float] | None = None):
         super().__init__(job, reporter)
         self.clock = clock
         self.reward_keys = reward_keys
+        self.reward_weights = dict(zip(reward_keys, reward_weights or [1.0] * len(reward_keys)))
         self.beta = beta
         self.groups_per_step = groups_per_step  # prompts per optimizer step, each one group of completions
         self.rewards: list[float] = []
         self.steps_learning_nothing = 0  # in this attempt: steps whose every group had equal rewards
+        self.trainer = None  # the GRPOTrainer, once built: its log of the step's rollouts is sampled
+        self.samples_missing = False  # told once that TRL's rollout log could not be read
 
     def on_step_begin(self, args, state, control, **kwargs):
         self.clock.reset()
@@ -194,6 +202,8 @@ class GrpoReporterCallback(ReporterCallback):
             self.rewards.append(point["reward"])
         self.reporter.metrics(point)
         self.warn_if_nothing_learned(point)
+        if state.is_world_process_zero:
+            self.report_samples(state.global_step)
 
     def warn_if_nothing_learned(self, point: dict[str, Any]) -> None:
         """A warn event for a step whose every group had equal rewards: its advantages are all 0, so
@@ -208,6 +218,24 @@ class GrpoReporterCallback(ReporterCallback):
         self.reporter.event(reasons.grpo_step_learned_nothing(
             step=int(point["step"]), share=share, groups=self.groups_per_step, reward=point.get("reward"),
             last=self.steps_learning_nothing == NOTHING_LEARNED_EVENTS), level="warn")
+
+    def report_samples(self, step: int) -> None:
+        """The step's rollout sample, from TRL's log of its last generation (a deque per column
+        holding the last generation batch, every rank's rows gathered): the rollouts step `step`
+        trained on. A TRL whose log has another shape gets one warn event, and training goes on."""
+        logs = getattr(self.trainer, "_logs", None)
+        try:
+            prompts, completions = list(logs["prompt"]), list(logs["completion"])
+            scores = {key: list(logs["rewards"][key]) for key in self.reward_keys}
+            advantages = list(logs["advantages"])
+        except (KeyError, TypeError):
+            if not self.samples_missing:
+                self.samples_missing = True
+                self.reporter.event(reasons.ROLLOUT_SAMPLES_UNREADABLE, level="warn")
+            return
+        self.reporter.samples(step_sample(step=step, prompts=prompts, completions=completions, scores=scores,
+                                          weights=self.reward_weights, advantages=advantages,
+                                          group_size=self.trainer.num_generations))
 
     def on_save(self, args, state, control, model=None, **kwargs):
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -417,7 +445,8 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
                                             scorer=scorer)
     callback = bind_callback(GrpoReporterCallback, job, reporter, clock=clock,
                              reward_keys=[f.__name__ for f in reward_functions], beta=args.beta,
-                             groups_per_step=plan.hyperparameters.batch_size // args.num_generations)
+                             groups_per_step=plan.hyperparameters.batch_size // args.num_generations,
+                             reward_weights=list(args.reward_weights))
     callback.rollout_server = server  # its peak memory counts with this rank's
     rollout = _rollout_function(server, tokenizer, clock, max_tokens=args.max_completion_length,
                                 sampling=sampling_settings(args), seed=args.seed, images=images)
@@ -431,6 +460,7 @@ def _train(job: TrainingJob, reporter: Reporter, server: RolloutServer, rewards:
         callbacks=[callback],
         rollout_func=rollout,
     )), job), restored)
+    callback.trainer = trainer
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     reference = "none"
     if args.beta > 0:

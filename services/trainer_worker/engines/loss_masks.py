@@ -7,7 +7,8 @@ rendering the conversation turn by turn, as Axolotl's `roles_to_train` and LLaMA
 `train_on_prompt: false` do: an assistant turn's tokens run from where the conversation before it,
 rendered with the generation prompt, ends to where the conversation up to it ends. So they are its
 content and the template's end of turn: the tokens an endpoint must produce, and the ones an
-evaluation's loss is taken over (engines/evaluate.py `target_ids` cuts the same seam).
+evaluation's loss is taken over (engines/evaluate.py `scored_tokens` takes this mask for a text
+chat row, and `target_ids` cuts the same seam for an image-text row's last reply).
 
 Each rendering is tokenized whole and compared with the whole conversation's tokens: a boundary is
 the length of their common prefix, so a merge across a seam never shifts the mask.

@@ -16,7 +16,8 @@ whole training state through the Trainer's `resume_from_checkpoint`, which conti
 What is SFT's own: its view of the dataset rows (`load_rows`), which tokens the loss is taken over
 (`tokenized`, loss_masks.py: assistant turns, or completions, unless `trainOnPrompt`), its TRL
 config (`sft_config`) and validation passes over the plan's `validationDataset`
-(`SftReporterCallback`), whose rows are masked the same way.
+(`SftReporterCallback`), whose rows are masked the same way and whose loss is token-weighted
+(validation_loss.py: an evaluation's loss over the same rows).
 
 On CUDA the worker exposes the granted GPUs to this process (CUDA_VISIBLE_DEVICES), so the
 engine sees them as cuda:0..N-1 (cuda:LOCAL_RANK in a rank).
@@ -49,6 +50,7 @@ from services.trainer_worker.engines.loss_masks import IGNORED, chat_row, comple
 from services.trainer_worker.engines.lr_schedule import warm_up_from_the_first_step
 from services.trainer_worker.engines.packing import PackedCollator, labelled, pack, use_packed_masks
 from services.trainer_worker.engines.sharding import sharded_trainer, shards
+from services.trainer_worker.engines.validation_loss import token_weighted_validation
 from shared import reasons
 from shared.data.datasets import CHAT, COMPLETION, read_rows
 from shared.errors import WorkFailed
@@ -75,8 +77,9 @@ def load_rows(dataset_path: Path) -> list[dict[str, Any]]:
 
 
 def validation_point(step: int, loss: float) -> dict[str, Any]:
-    """The metrics point of one validation pass: the mean token loss over the validation rows
-    (the same loss as training: the completion / assistant tokens) and its perplexity."""
+    """The metrics point of one validation pass: the mean loss per target token over every
+    validation row (the tokens training takes its loss over: the completion / assistant tokens;
+    validation_loss.py) and its perplexity."""
     return {"step": step, "validationLoss": loss, "validationPerplexity": math.exp(min(loss, 50.0))}
 
 
@@ -233,7 +236,7 @@ def run_sft(job: TrainingJob, reporter: Reporter) -> TrainingResult:
     job.snapshots_dir.mkdir(parents=True, exist_ok=True)
     callback = bind_callback(SftReporterCallback, job, reporter,
                              validate_every=validate_every(plan) if job.validation_path else None)
-    trainer_class = sharded_trainer(SFTTrainer) if shards(job.engine) else SFTTrainer
+    trainer_class = token_weighted_validation(sharded_trainer(SFTTrainer) if shards(job.engine) else SFTTrainer)
     trainer = warm_up_from_the_first_step(guard_checkpoint_writes(without_printer(trainer_class(
         model=model,
         args=args,

@@ -47,6 +47,18 @@ def test_two_slots_learn_the_toy_task(two_slots):
     assert sorted(p.name for p in (job.work_dir / "rollouts").iterdir()) == ["rank-0", "rank-1"]
 
 
+def test_rank_0_reports_one_sample_a_step_covering_both_ranks(two_slots):
+    """Rank 0 alone reports samples (the other rank's reporter is silent), and its sample holds every
+    rank's rollouts: TRL gathers them before logging, so both groups of the global batch are there and
+    average to the step's reward."""
+    _, reporter, _ = two_slots
+    assert [s["step"] for s in reporter.samples_sent] == list(range(1, 7))
+    for sample, point in zip(reporter.samples_sent, reporter.points):
+        completions = [c for g in sample["groups"] for c in g["completions"]]
+        assert sample["groupsInStep"] == 2 and sample["completionsInStep"] == 16 and len(completions) == 16
+        assert sum(c["reward"] for c in completions) / 16 == pytest.approx(point["reward"])
+
+
 def test_pause_on_two_slots_then_resume_on_two_continues_exactly(two_slots, model_dir, toy, tmp_path):
     _, full, _ = two_slots
     paused = RecordingReporter(stop_after_step=2, stop_with="pause")  # rank 0 sees it at the end of step 3

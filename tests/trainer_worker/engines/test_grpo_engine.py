@@ -15,7 +15,7 @@ from services.trainer_worker.engines.rollouts import RolloutServer
 from shared.errors import WorkFailed
 from tests.shared.plans.plan_fixtures import amended
 from tests.trainer_worker.doubles import RecordingReporter, adapter_tensors, max_abs_diff
-from tests.trainer_worker.grpo_doubles import grpo_job, toy_answer, write_toy_dataset
+from tests.trainer_worker.grpo_doubles import PROMPT, grpo_job, toy_answer, write_toy_dataset
 
 POINT_KEYS = {"step", "loss", "learningRate", "gradNorm", "tokensPerSecond", "epoch", "reward", "rewardStd",
               "rewards", "kl", "completionLength", "generationSeconds", "handoffSeconds", "handoffBytes",
@@ -89,6 +89,41 @@ def test_a_step_whose_groups_all_have_equal_rewards_warns_that_it_learned_nothin
     assert warns[0] == ("step 1 learned nothing: in 2 of 2 group(s) every completion got the same reward (mean "
                         "reward 1.0000), so every advantage is 0. Try more generations, a higher temperature, a "
                         "harder dataset, or rewards that tell completions apart")
+
+
+def test_each_step_keeps_a_sample_of_its_rollouts(trained):
+    """Each step's sample is what the step trained on: both prompt groups of the toy (2 of at most
+    SAMPLE_GROUPS), their 8 completions, the exact-match score, the weighted total and the advantage
+    TRL computed; its scores average to the step's logged reward."""
+    _, reporter, _ = trained
+    assert [s["step"] for s in reporter.samples_sent] == list(range(1, 13))
+    for sample, point in zip(reporter.samples_sent, reporter.points):
+        assert sample["groupsInStep"] == 2 and sample["completionsInStep"] == 16
+        assert [g["prompt"] for g in sample["groups"]] == [PROMPT, PROMPT]
+        completions = [c for g in sample["groups"] for c in g["completions"]]
+        assert len(completions) == 16 and not any(c["truncated"] for c in completions)
+        for c in completions:
+            assert c["scores"]["exact_match"] in (0.0, 1.0) and c["reward"] == c["scores"]["exact_match"]
+        assert sum(c["reward"] for c in completions) / 16 == pytest.approx(point["reward"])
+        for group in sample["groups"]:
+            rewards = [c["reward"] for c in group["completions"]]
+            advantages = [c["advantage"] for c in group["completions"]]
+            assert sum(advantages) == pytest.approx(0.0, abs=1e-4)  # centred on the group's mean
+            if len(set(rewards)) > 1:  # a rewarded completion's advantage is above an unrewarded one's
+                assert min(a for a, r in zip(advantages, rewards) if r == 1.0) > 0 > max(
+                    a for a, r in zip(advantages, rewards) if r == 0.0)
+    assert not [m for level, m in reporter.events if level == "warn"]
+
+
+def test_a_trl_whose_rollout_log_cannot_be_read_warns_once_and_training_goes_on():
+    reporter = RecordingReporter()
+    callback = grpo.GrpoReporterCallback(None, reporter, clock=grpo.StepClock(), reward_keys=["exact_match"], beta=0.0)
+    callback.trainer = object()  # a trainer with no rollout log of the shape the engine reads
+    callback.report_samples(1)
+    callback.report_samples(2)
+    assert reporter.events == [("warn", "this run keeps no rollout samples: the installed TRL does not log a step's "
+                                        "rollouts as the GRPO engine reads them; training goes on")]
+    assert reporter.samples_sent == []
 
 
 def test_snapshots_and_the_rollout_server(trained, model_dir):

@@ -25,9 +25,11 @@ function headers(extra = {}) {
   return { Authorization: `Bearer ${token.get() || ""}`, ...extra };
 }
 
-async function send(method, path, body) {
+async function send(method, path, body, { raw = false } = {}) {
   const init = { method, headers: headers() };
-  if (body !== undefined) {
+  if (body instanceof FormData) {
+    init.body = body;  // multipart: the browser writes its Content-Type with the boundary
+  } else if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
@@ -39,14 +41,33 @@ async function send(method, path, body) {
     if (resp.status === 401) onUnauthenticated();
     throw new ApiError(resp.status, parsed);
   }
-  return parsed;
+  return raw ? text : parsed;
 }
 
 export const api = {
   get: (path) => send("GET", path),
+  text: (path) => send("GET", path, undefined, { raw: true }),  // an answer that is not JSON (JSONL)
   post: (path, body) => send("POST", path, body),
   delete: (path) => send("DELETE", path),
+  upload: (path, formData) => send("POST", path, formData),
 };
+
+// A file the API serves (an adapter archive, ...), fetched with the token and handed to the browser
+// as a download named `name`.
+export async function download(path, name) {
+  const resp = await fetch(path, { headers: headers() });
+  if (!resp.ok) {
+    let parsed = null;
+    try { parsed = await resp.json(); } catch { /* not JSON */ }
+    if (resp.status === 401) onUnauthenticated();
+    throw new ApiError(resp.status, parsed);
+  }
+  const url = URL.createObjectURL(await resp.blob());
+  const a = document.createElement("a");
+  a.href = url; a.download = name;
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
 
 // Every item of a paged list ({items, nextCursor}), up to `most` items.
 export async function listAll(path, most = 1000) {

@@ -4,19 +4,25 @@ import { api, token, whenUnauthenticated } from "./api.js";
 import { clear, errorBox, fill, h } from "./dom.js";
 import comparisonPage from "./pages/comparison.js";
 import comparisonsPage from "./pages/comparisons.js";
+import datasetsPage from "./pages/datasets.js";
 import endpointPage from "./pages/endpoint.js";
 import endpointsPage from "./pages/endpoints.js";
+import evaluationPage from "./pages/evaluation.js";
 import lineagePage from "./pages/lineage.js";
+import newRunPage from "./pages/new_run.js";
 import poolsPage from "./pages/pools.js";
 import runPage from "./pages/run.js";
 import runsPage from "./pages/runs.js";
 
 const ROUTES = [
   [/^#\/runs\/?$/, runsPage, "runs"],
+  [/^#\/runs\/new$/, newRunPage, "runs"],
   [/^#\/runs\/([^/]+)$/, runPage, "runs"],
+  [/^#\/datasets\/?$/, datasetsPage, "datasets"],
   [/^#\/lineage\/([^/]+)$/, lineagePage, "runs"],
   [/^#\/comparisons\/?$/, comparisonsPage, "comparisons"],
   [/^#\/comparisons\/([^/]+)$/, comparisonPage, "comparisons"],
+  [/^#\/evaluations\/([^/]+)$/, evaluationPage, "comparisons"],
   [/^#\/pools\/?$/, poolsPage, "pools"],
   [/^#\/endpoints\/?$/, endpointsPage, "endpoints"],
   [/^#\/endpoints\/([^/]+)$/, endpointPage, "endpoints"],

@@ -17,7 +17,6 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-export function svg(tag, attrs = {}, ...children) { return h(tag, { ...attrs, svg: true }, ...children); }
 
 export function clear(el) { while (el.firstChild) el.firstChild.remove(); return el; }
 
@@ -62,7 +61,7 @@ export function link(href, text) { return h("a", { href }, text); }
 export function resourceLink(kind, id) {
   if (!id) return h("span", { class: "muted" }, `${kind} of another workload`);
   const route = { run: "runs", endpoint: "endpoints", evaluation: "evaluations" }[kind];
-  return route && route !== "evaluations" ? link(`#/${route}/${id}`, id) : h("code", {}, id);
+  return route ? link(`#/${route}/${id}`, id) : h("code", {}, id);
 }
 
 export function table(columns, rows, attrs = {}) {

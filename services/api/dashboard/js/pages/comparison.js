@@ -1,4 +1,5 @@
-// #/comparisons/ID: the snapshots of a comparison side by side, the best at each metric marked.
+// #/comparisons/ID: the snapshots of a comparison (and its base model's row) side by side, the best at each
+// metric marked once every row has ended (the API marks none before).
 
 import { api } from "../api.js";
 import { badge, fill, h, link, num } from "../dom.js";
@@ -23,13 +24,19 @@ export default async function comparisonPage(main, [comparisonId], life) {
     comparison = await api.get(`/v1/comparisons/${encodeURIComponent(comparisonId)}`);
     fill(document.getElementById("comparison-status"), badge(comparison.status));
     info.textContent = `${comparison.model} on dataset ${comparison.dataset} in pool ${comparison.pool}; ` +
-      "★ marks the best snapshot at each metric (lowest loss and perplexity, highest scores).";
+      (TERMINAL.has(comparison.status)
+        ? "★ marks the best row at each metric (lowest loss and perplexity, highest scores)."
+        : "★ marks the best row at each metric once every row has ended.");
     const names = metricNames(comparison.rows);
     // one column per snapshot, side by side; one row per metric
-    const columns = comparison.rows.map((r) => h("th", { "data-snapshot": r.snapshot },
-      h("code", {}, r.snapshot), h("br"), r.run ? link(`#/runs/${r.run}`, r.run) : "imported",
-      h("br"), h("span", { class: "muted" }, `step ${r.step ?? "?"} · ${r.restore}`)));
-    const statusRow = h("tr", {}, h("th", {}, "evaluation"), comparison.rows.map((r) => h("td", {}, badge(r.status || "–"))));
+    const columns = comparison.rows.map((r) => r.base
+      ? h("th", { "data-snapshot": "base" }, h("code", {}, comparison.model), h("br"), "base model",
+        h("br"), h("span", { class: "muted" }, "no adapter"))
+      : h("th", { "data-snapshot": r.snapshot },
+        h("code", {}, r.snapshot), h("br"), r.run ? link(`#/runs/${r.run}`, r.run) : "imported",
+        h("br"), h("span", { class: "muted" }, `step ${r.step ?? "?"} · ${r.restore}`)));
+    const statusRow = h("tr", {}, h("th", {}, "evaluation"), comparison.rows.map((r) => h("td", {}, badge(r.status || "–"),
+      r.evaluation ? [" ", link(`#/evaluations/${r.evaluation}`, "rows")] : null)));
     const metricRows = names.map((name) => h("tr", { "data-metric": name }, h("th", {}, name),
       comparison.rows.map((r) => {
         const best = (r.best || []).includes(name);

@@ -1,11 +1,13 @@
-// #/endpoints: the endpoints this token sees, with phase, stop time and last request.
+// #/endpoints: the endpoints this token sees, with phase, stop time and last request; a form that starts one.
 
 import { api } from "../api.js";
 import { badge, errorBox, fill, h, link, table, when } from "../dom.js";
+import { endpointForm } from "./new_endpoint.js";
 
 export default async function endpointsPage(main, _params, life) {
   const body = h("div", { id: "endpoints" });
-  main.append(h("h1", {}, "Endpoints"), body);
+  main.append(h("h1", {}, "Endpoints"), h("details", { class: "create", id: "new-endpoint" },
+    h("summary", {}, "New endpoint…"), await endpointForm()), body);
   async function refresh() {
     try {
       const page = await api.get("/v1/endpoints?limit=200");

@@ -86,7 +86,9 @@ export default async function lineagePage(main, [runId]) {
   const dataset = h("select", { name: "dataset", "aria-label": "dataset" },
     datasets.map((d) => h("option", { value: d.id }, `${d.name} (${d.id}, ${d.rows} rows)`)));
   const compare = h("button", { id: "compare", type: "submit" }, "Compare selected");
-  const form = h("form", { class: "compare-form", id: "compare-form" }, "Evaluate the ticked snapshots on ", dataset, " ", compare);
+  const base = h("input", { type: "checkbox", id: "compare-base", name: "base" });
+  const form = h("form", { class: "compare-form", id: "compare-form" }, "Evaluate the ticked snapshots on ", dataset, " ",
+    h("label", {}, base, " and the base model"), " ", compare);
   main.append(h("h1", {}, "Lineage of ", h("code", {}, runId)),
     h("p", { class: "muted" }, "Each run lists its snapshots; a branch hangs under the snapshot it started from, " +
       "marked with what it restored."), form, message, treeSlot);
@@ -99,7 +101,7 @@ export default async function lineagePage(main, [runId]) {
     const picked = [...treeSlot.querySelectorAll("input.pick:checked")].map((i) => i.value);
     clear(message);
     try {
-      const comparison = await api.post("/v1/comparisons", { snapshots: picked, dataset: dataset.value });
+      const comparison = await api.post("/v1/comparisons", { snapshots: picked, dataset: dataset.value, base: base.checked });
       location.hash = `#/comparisons/${comparison.id}`;
     } catch (err) { message.append(errorBox(err)); }
   });

@@ -1,10 +1,15 @@
 // #/runs/ID: one run followed live: its progress, charts of its metrics, its events, its snapshots,
-// and the buttons that pause, resume, cancel and branch it.
+// its plan (plan_panel.js), what each snapshot can start (snapshot_actions.js) with the evaluations
+// started so, a grpo run's rollout samples, and the buttons that pause, resume, cancel and branch it.
 
 import { api, follower } from "../api.js";
-import { chart, seriesOf } from "../chart.js";
+import { chart, seriesOf } from "../plot.js";
 import { badge, bytes, clear, errorBox, field, fill, h, link, num, table, when } from "../dom.js";
+import { samplesSection } from "../samples.js";
+import { overlayControl } from "./overlay.js";
+import { planPanel } from "./plan_panel.js";
 import { progressBar } from "./runs.js";
+import { evaluationsList, snapshotActions } from "./snapshot_actions.js";
 
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 
@@ -17,8 +22,8 @@ const CHARTS = [
   ["validation loss", {}, (pts) => [seriesOf(pts, "validation loss", (p) => p.validationLoss)]],
 ];
 const GRPO_CHARTS = [
-  ["reward", {}, (pts) => [seriesOf(pts, "total", (p) => p.reward), ...rewardKeys(pts).map(
-    (key) => seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean))]],
+  // the weighted total on a chart of its own; each reward on its own scale (rewardChart)
+  ["reward (weighted total)", {}, (pts) => [seriesOf(pts, "weighted total", (p) => p.reward)]],
   ["KL", {}, (pts) => [seriesOf(pts, "kl", (p) => p.kl)]],
   ["groups with equal rewards", {}, (pts) => [seriesOf(pts, "share", (p) => p.equalRewardGroupShare)]],
   ["completion length", { unit: "tokens" }, (pts) => [seriesOf(pts, "completion length", (p) => p.completionLength)]],
@@ -33,6 +38,13 @@ function rewardKeys(points) {
   const keys = new Set();
   points.forEach((p) => Object.keys(p.rewards || {}).forEach((k) => keys.add(k)));
   return [...keys];
+}
+
+// One reward's mean per step, on a chart of its own (a length reward in the hundreds would flatten an
+// exact match's 0..1 on a shared axis).
+function rewardChart(key) {
+  return { ...chart(`reward: ${key}`), rewardKey: key,
+    series: (pts) => [seriesOf(pts, key, (p) => p.rewards && p.rewards[key] && p.rewards[key].mean)] };
 }
 
 // The plan of a branch of this run from one of its snapshots: the same plan, restoring the snapshot.
@@ -110,13 +122,22 @@ export default async function runPage(main, [runId], life) {
   const events = h("ol", { class: "events", id: "events" });
   const snapshots = h("div", { id: "snapshots" });
   const branchSlot = h("div", { id: "branch-slot" });
+  const planSlot = h("div", { id: "plan-slot" });
+  const actionSlot = h("div", { id: "snapshot-action-slot" });
+  const evaluations = evaluationsList(runId);
+  const overlay = overlayControl(run, () => redraw());
+  const chartsSection = h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el));
+  const noPoints = h("p", { class: "muted", id: "charts-empty" }, "no metrics yet: each step adds a point");
+  const samples = run.plan.method === "grpo" ? samplesSection(run.id) : null;
   main.append(
     h("h1", {}, "Run ", h("code", {}, run.id), " ", h("span", { id: "run-status" })),
-    summary, actions, message, branchSlot,
-    h("section", { class: "charts", id: "charts" }, charts.map((c) => c.el)),
+    summary, planSlot, actions, message, branchSlot,
+    overlay.el, noPoints, chartsSection,
+    samples ? samples.el : null,
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), events),
-      h("section", {}, h("h2", {}, "Snapshots"), snapshots)),
+      h("section", {}, h("h2", {}, "Snapshots"), snapshots, actionSlot,
+        h("h2", {}, "Evaluations"), evaluations.el)),
     processLogSection(runId, (err) => fill(message, errorBox(err))));
 
   const showError = (err) => fill(message, errorBox(err));
@@ -161,11 +182,16 @@ export default async function runPage(main, [runId], life) {
         onclick: () => act("resume", () => api.post(`/v1/runs/${runId}/resume`)) }, "Resume"),
       h("button", { id: "cancel", disabled: !live || run.cancelRequested,
         onclick: () => act("cancel", () => api.delete(`/v1/runs/${runId}`)) }, "Cancel"),
-      h("button", { id: "branch", disabled: !snapshotDocs.length, onclick: () => {
-        fill(branchSlot, branchForm(run, snapshotDocs, showError));
-      } }, "Branch…"),
+      h("button", { id: "branch", disabled: !snapshotDocs.length, onclick: () => openBranch() }, "Branch…"),
       link(`#/lineage/${run.id}`, "Lineage"));
   }
+
+  function openBranch(snapshotId) {
+    fill(branchSlot, branchForm(run, snapshotDocs, showError));
+    if (snapshotId) branchSlot.querySelector("select[name=snapshot]").value = snapshotId;
+    branchSlot.scrollIntoView({ block: "nearest" });
+  }
+  const snapshotHooks = { slot: actionSlot, branch: openBranch, showError, evaluated: () => evaluations.refresh() };
 
   async function drawSnapshots() {
     if (snapshotDocs.length === run.snapshots.length && snapshots.firstChild) return;
@@ -173,17 +199,28 @@ export default async function runPage(main, [runId], life) {
     const rows = snapshotDocs.map((s) => h("tr", { "data-snapshot": s.id },
       h("td", {}, h("code", {}, s.id)), h("td", {}, s.step), h("td", {}, s.final ? "final" : ""),
       h("td", {}, s.readable.weights ? "weights" : "", s.readable.trainingState ? " + trainingState" : ""),
-      h("td", {}, when(s.createdAt))));
-    fill(snapshots, rows.length ? table(["snapshot", "step", "", "readable", "written"], rows)
+      h("td", {}, when(s.createdAt)), snapshotActions(run, s, snapshotHooks)));
+    fill(snapshots, rows.length ? table(["snapshot", "step", "", "readable", "written", ""], rows)
       : h("p", { class: "muted" }, "none yet"));
     drawRun();
+  }
+
+  // its own curves, then those of each run overlaid (named "RUN · series")
+  function redraw() {
+    charts.forEach((c) => c.update([...c.series(points), ...overlay.list().flatMap(
+      (o) => c.series(o.points).map((s) => ({ ...s, name: `${o.name} · ${s.name}` })))]));
   }
 
   async function follow() {
     const fresh = await nextMetrics();
     if (fresh.length) {
       points.push(...fresh);
-      charts.forEach((c) => c.update(c.series(points)));
+      for (const key of rewardKeys(points)) {
+        if (!charts.some((c) => c.rewardKey === key)) { const c = rewardChart(key); charts.push(c); chartsSection.append(c.el); }
+      }
+      redraw();
+      noPoints.hidden = charts.some((c) => !c.el.hidden);
+      if (samples) await samples.refresh();
     }
     const newEvents = await nextEvents();
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 4;
@@ -195,9 +232,13 @@ export default async function runPage(main, [runId], life) {
   }
 
   drawRun();
+  planPanel(run).then((panel) => fill(planSlot, panel), showError);
   charts.forEach((c) => c.update([]));
   await follow();
   await drawSnapshots();
+  await evaluations.refresh();
+  overlay.load().catch(showError);
+  life.every(4000, evaluations.refresh);
   let endedPolls = 0;
   life.every(2000, async () => {
     if (TERMINAL.has(run.status) && ++endedPolls > 5) return;  // the last events come after it ends

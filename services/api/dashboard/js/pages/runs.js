@@ -30,7 +30,7 @@ export default async function runsPage(main, _params, life) {
                             "aria-label": "name" });
   const tags = h("input", { name: "tags", placeholder: "tags (a, b)", value: filters.tags, size: 16, "aria-label": "tags" });
   const body = h("div", { id: "runs-table" });
-  main.append(h("h1", {}, "Runs"),
+  main.append(h("h1", {}, "Runs ", h("a", { href: "#/runs/new", class: "button", id: "new-run" }, "New run")),
     h("form", { class: "filters", id: "run-filters" }, name, tags, status, workload, method), body);
 
   async function refresh() {
