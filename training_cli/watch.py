@@ -47,8 +47,11 @@ def watch_run(
             curves.add(metrics.fetch())
             live.update(Group(*progress_lines(run, curves, out.width, fitted=out.is_terminal)), refresh=True)
             if has_stopped(run):
-                return run
+                break
             sleep(POLL_S)
+    if not out.is_terminal:
+        out.line()  # rich leaves a non-terminal's last live line open: what is printed next starts its own
+    return run
 
 
 BAR_MIN, BAR_MAX = 10, 30

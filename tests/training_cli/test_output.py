@@ -107,7 +107,7 @@ def test_runs_watch_follows_to_the_end(training, api):
     result = training("runs", "watch", run["id"])
     assert result.exit_code == 0, result.output
     assert "started on local" in result.output
-    assert f"run {run['id']}: SUCCEEDED" in result.output
+    assert f"\nrun {run['id']}: SUCCEEDED" in result.output  # on a line of its own after the live line (piped)
 
 
 def test_runs_watch_exits_1_when_the_run_fails(training, api):
