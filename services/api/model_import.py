@@ -41,7 +41,7 @@ from typing import Any
 
 from services.api.auth import Principal
 from services.api.context import Context
-from services.api.plain_tree import copy_plain_tree
+from services.api.plain_tree import copy_plain_tree, real_under_roots
 from shared import reasons
 from shared.errors import Conflict, Forbidden, TooLarge, Unprocessable, ValidationFailed
 from shared.models.facts import CONFIG_FILE, ModelRefused, read_model_facts, refusal
@@ -129,20 +129,15 @@ def _confined(context: Context, path: str) -> Path:
     source = Path(path)
     if not source.is_absolute():
         raise ValidationFailed(reasons.model_import_path_not_absolute(path), details={"field": "path"})
-    named = Path(os.path.normpath(source))
-    for root in roots:
-        for given in (Path(os.path.normpath(root)), Path(os.path.realpath(root))):
-            if named == given or named.is_relative_to(given):
-                real = Path(os.path.realpath(root)) / named.relative_to(given)
-                if Path(os.path.realpath(real)) != real:
-                    raise ValidationFailed(reasons.model_import_path_not_plain(path, path), details={"field": "path"})
-                if real.is_file() and real.name.lower().endswith(GGUF_SUFFIX):
-                    return real
-                if real.is_dir() and (real / CONFIG_FILE).is_file() and not os.path.islink(real / CONFIG_FILE):
-                    return real
-                raise ValidationFailed(reasons.model_import_not_a_model(path), details={"field": "path"})
-    raise ValidationFailed(reasons.model_import_path_outside_roots(path, [str(r) for r in roots]),
-                           details={"field": "path"})
+    real = real_under_roots(path, roots, not_plain=lambda: reasons.model_import_path_not_plain(path, path))
+    if real is None:
+        raise ValidationFailed(reasons.model_import_path_outside_roots(path, [str(r) for r in roots]),
+                               details={"field": "path"})
+    if real.is_file() and real.name.lower().endswith(GGUF_SUFFIX):
+        return real
+    if real.is_dir() and (real / CONFIG_FILE).is_file() and not os.path.islink(real / CONFIG_FILE):
+        return real
+    raise ValidationFailed(reasons.model_import_not_a_model(path), details={"field": "path"})
 
 
 def _size(source: Path, shown: str) -> int:

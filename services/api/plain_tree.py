@@ -1,6 +1,7 @@
-"""Copy a directory an admin named on the API's machine (snapshot import, base-model import): plain
-files and directories only. Any link, device or fifo is refused, and each file is opened without
-following a link (O_NOFOLLOW), so one swapped in while the copy runs is refused too."""
+"""What an admin names on the API's machine (snapshot import, base-model import): a path confined to
+the import roots (`real_under_roots`), and a directory copied as plain files and directories only
+(`copy_plain_tree`: any link, device or fifo is refused, and each file is opened without following a
+link, O_NOFOLLOW, so one swapped in while the copy runs is refused too)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shared.errors import ValidationFailed
+
+
+def real_under_roots(path: str, roots: list[str], *, not_plain: Callable[[], str]) -> Path | None:
+    """The real path the absolute `path` names inside the first of `roots` that holds it, or None
+    when none does. A root may itself be reached through a link (/data -> /mnt/data); below it,
+    none may be: ValidationFailed(not_plain()), field `path`."""
+    named = Path(os.path.normpath(path))
+    for root in roots:
+        for given in (Path(os.path.normpath(root)), Path(os.path.realpath(root))):
+            if named == given or named.is_relative_to(given):
+                real = Path(os.path.realpath(root)) / named.relative_to(given)
+                if Path(os.path.realpath(real)) != real:
+                    raise ValidationFailed(not_plain(), details={"field": "path"})
+                return real
+    return None
 
 
 def copy_plain_tree(source: Path, target: Path, *, not_plain: Callable[[str], str],

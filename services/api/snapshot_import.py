@@ -27,7 +27,7 @@ from typing import IO, Any
 from services.api.auth import Principal
 from services.api.branches import with_readable
 from services.api.context import Context
-from services.api.plain_tree import copy_plain_tree
+from services.api.plain_tree import copy_plain_tree, real_under_roots
 from services.api.snapshot_members import SnapshotMembers, relative
 from shared import reasons
 from shared.errors import Forbidden, TooLarge, ValidationFailed
@@ -69,23 +69,16 @@ def _confined(context: Context, path: str) -> Path:
     source = Path(path)
     if not source.is_absolute():
         raise ValidationFailed(reasons.snapshot_path_not_absolute(path), details={"field": "path"})
-    named = Path(os.path.normpath(source))
-    for root in roots:
-        # a root may itself be reached through a link (/data -> /mnt/data); below it, none may be
-        for given in (Path(os.path.normpath(root)), Path(os.path.realpath(root))):
-            if named == given or named.is_relative_to(given):
-                real = Path(os.path.realpath(root)) / named.relative_to(given)
-                if Path(os.path.realpath(real)) != real:
-                    raise ValidationFailed(reasons.snapshot_path_not_plain(path, path), details={"field": "path"})
-                if os.path.islink(real / MANIFEST_FILE):
-                    raise ValidationFailed(reasons.snapshot_path_not_plain(path, MANIFEST_FILE),
-                                           details={"field": "path"})
-                if not (real / MANIFEST_FILE).is_file():
-                    raise ValidationFailed(reasons.import_dir_without_manifest(str(source), MANIFEST_FILE),
-                                           details={"field": "path"})
-                return real
-    raise ValidationFailed(reasons.snapshot_path_outside_roots(path, [str(r) for r in roots]),
-                           details={"field": "path"})
+    real = real_under_roots(path, roots, not_plain=lambda: reasons.snapshot_path_not_plain(path, path))
+    if real is None:
+        raise ValidationFailed(reasons.snapshot_path_outside_roots(path, [str(r) for r in roots]),
+                               details={"field": "path"})
+    if os.path.islink(real / MANIFEST_FILE):
+        raise ValidationFailed(reasons.snapshot_path_not_plain(path, MANIFEST_FILE), details={"field": "path"})
+    if not (real / MANIFEST_FILE).is_file():
+        raise ValidationFailed(reasons.import_dir_without_manifest(str(source), MANIFEST_FILE),
+                               details={"field": "path"})
+    return real
 
 
 def import_archive(context: Context, *, archive: IO[bytes], filename: str, workload: str) -> dict[str, Any]:
