@@ -261,5 +261,5 @@ def test_the_endpoint_form_places_its_error_then_starts_one(page, stack):
 
 def test_the_root_address_leads_to_the_dashboard(page, stack):
     page.goto(f"{stack.api_url}/")
-    assert page.url == f"{stack.api_url}/ui"
+    assert page.url == f"{stack.api_url}/ui/"
     expect(page.locator("#token-dialog")).to_be_visible()

@@ -67,7 +67,7 @@ def test_every_example_row_of_the_docs_is_accepted_in_the_format_it_shows():
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "datasets.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "datasets.md").read_text()
     examples = re.findall(r"\*\*([\w/]+)\*\*.*?```json\n(.*?)\n```", doc, flags=re.S)
     shown = {name: validate_jsonl(row.encode()) for name, row in examples}
     assert set(shown) == {"chat", "prompt/completion", "prompt", "Alpaca", "ShareGPT"}

@@ -112,7 +112,8 @@ def test_each_step_keeps_a_sample_of_its_rollouts(trained):
             if len(set(rewards)) > 1:  # a rewarded completion's advantage is above an unrewarded one's
                 assert min(a for a, r in zip(advantages, rewards) if r == 1.0) > 0 > max(
                     a for a, r in zip(advantages, rewards) if r == 0.0)
-    assert not [m for level, m in reporter.events if level == "warn"]
+    # (a step whose groups all scored alike says so: issue 29's warning, not a fault of the samples)
+    assert not [m for level, m in reporter.events if level == "warn" and " learned nothing: " not in m]
 
 
 def test_a_trl_whose_rollout_log_cannot_be_read_warns_once_and_training_goes_on():
