@@ -12,15 +12,10 @@ from __future__ import annotations
 import pytest
 from jinja2.exceptions import TemplateError
 
-from services.scheduler.dispatch import dispatch_granted
 from services.trainer_worker import leased_work, run_job
-from services.trainer_worker.node_worker import Worker
 from shared import reasons
-from shared.claims.queue import ClaimQueue
 from shared.errors import ValidationFailed, WorkFailed
-from shared.store.ids import Kind, new_id
-from tests.claim_fixtures import RecordingSender
-from tests.conftest import mark_nodes_alive
+from tests.trainer_worker.granted_runs import grant_run, live_worker
 from tests.user_text import class_names_in
 
 
@@ -30,25 +25,12 @@ class OutOfMemoryError(RuntimeError):
 
 @pytest.fixture
 def worker(config):
-    worker = Worker(config, "local")
-    mark_nodes_alive(worker.redis, worker.keys, config)  # the grant pass grants only on live nodes
-    return worker
+    return live_worker(config)
 
 
 @pytest.fixture
 def granted(worker, config):
-    def make() -> tuple[str, dict]:
-        run_id = new_id(Kind.RUN)
-        worker.store.create({"id": run_id, "kind": "run", "status": "QUEUED", "workload": "runs", "pool": "default",
-                             "gpus": 1, "scheduling": None, "plan": {}, "attempts": 0, "cancelRequested": False,
-                             "progress": {"step": 0}})
-        queue = ClaimQueue(worker.redis, worker.keys, config=config)
-        claim = queue.submit(kind="run", resource_id=run_id, pool="default", gpus=1, workload="runs")
-        queue.grant_pass(config, "default")
-        dispatch_granted(queue=queue, store=worker.store, celery_app=RecordingSender(), config=config)
-        return run_id, queue.get(claim["id"])
-
-    return make
+    return lambda: grant_run(worker, config)
 
 
 @pytest.mark.parametrize(("raised", "sentence"), [

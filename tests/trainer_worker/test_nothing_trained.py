@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.dispatch import dispatch_granted
 from services.trainer_worker import leased_work, run_job
 from services.trainer_worker.engines.base import NothingToTrain, TrainingResult
-from services.trainer_worker.node_worker import Worker
-from shared.claims.queue import ClaimQueue
 from shared.store.ids import Kind, new_id
-from tests.claim_fixtures import RecordingSender
-from tests.conftest import mark_nodes_alive
+from tests.trainer_worker.granted_runs import grant_run, live_worker
 
 NO_STEP = ("training failed: there is no step to train: it starts at step 100, and its plan ends at step 50. "
            "maxSteps is the step a run ends at; a trainingState branch counts on from its snapshot's step")
@@ -23,9 +19,7 @@ NO_STEP = ("training failed: there is no step to train: it starts at step 100, a
 
 @pytest.fixture
 def worker(config):
-    worker = Worker(config, "local")
-    mark_nodes_alive(worker.redis, worker.keys, config)
-    return worker
+    return live_worker(config)
 
 
 @pytest.fixture
@@ -34,14 +28,7 @@ def granted(worker, config):
         run_id = new_id(Kind.RUN)
         for snap in snapshots:
             worker.store.create({"kind": "snapshot", "run": run_id, "workload": "runs", **snap})
-        worker.store.create({"id": run_id, "kind": "run", "status": "QUEUED", "workload": "runs", "pool": "default",
-                             "gpus": 1, "scheduling": None, "plan": {}, "attempts": 1, "cancelRequested": False,
-                             "progress": {"step": 0}, "snapshots": [s["id"] for s in snapshots]})
-        queue = ClaimQueue(worker.redis, worker.keys, config=config)
-        claim = queue.submit(kind="run", resource_id=run_id, pool="default", gpus=1, workload="runs")
-        queue.grant_pass(config, "default")
-        dispatch_granted(queue=queue, store=worker.store, celery_app=RecordingSender(), config=config)
-        return run_id, queue.get(claim["id"])
+        return grant_run(worker, config, run_id, attempts=1, snapshots=[s["id"] for s in snapshots])
 
     return make
 
